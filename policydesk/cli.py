@@ -1,0 +1,210 @@
+"""The `policydesk` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from sqlalchemy.orm import Session
+
+from policydesk.access import ROLES, UnknownRoleError
+from policydesk.config import get_settings
+from policydesk.ingest import IngestError, check_staleness, ingest_directory
+
+app = typer.Typer(help="PolicyDesk: the rule that applied, and proof of what was said.", no_args_is_help=True)
+users_app = typer.Typer(help="Manage staff accounts.", no_args_is_help=True)
+traces_app = typer.Typer(help="Manage stored traces.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
+app.add_typer(traces_app, name="traces")
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
+
+
+def _db():
+    from policydesk.runtime import open_migrated
+
+    return open_migrated(get_settings())
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(code)
+
+
+@app.command()
+def ingest(directory: Path, progress: bool = typer.Option(True, help="Show a progress bar.")) -> None:
+    """Ingest the sources listed in DIRECTORY/manifest.yaml (one transaction)."""
+    from policydesk.providers import embedding_for
+
+    settings = get_settings()
+    db = _db()
+    try:
+        report = ingest_directory(db, directory, embedding_for(settings), settings, progress=progress)
+    except IngestError as exc:
+        _fail(f"ingest refused, nothing was written: {exc}")
+    finally:
+        db.dispose()
+    typer.echo(report.summary())
+    for line in report.windows_closed:
+        typer.echo(f"  window: {line}")
+
+
+@app.command("check-staleness")
+def check_staleness_cmd(directory: Path = typer.Argument(DEMO_CORPUS)) -> None:
+    """List indexed sources whose file changed (or vanished) since ingest. Exit 1 if any."""
+    db = _db()
+    try:
+        stale = check_staleness(db, directory)
+    finally:
+        db.dispose()
+    if not stale:
+        typer.echo("all indexed sources match their files")
+        return
+    for s in stale:
+        typer.echo(f"{s.doc_id} v{s.version} {s.file}: {s.reason} (indexed {s.indexed_sha256[:12]}, now {(s.current_sha256 or '-')[:12]})")
+    raise typer.Exit(1)
+
+
+@users_app.command("add")
+def users_add(name: str, role: Annotated[str, typer.Option("--role", help=f"One of {', '.join(ROLES)}")],
+              password: Annotated[Optional[str], typer.Option("--password")] = None) -> None:
+    """Add a user; a random password is printed when none is given."""
+    from policydesk.users import UserError, add_user
+
+    db = _db()
+    try:
+        with Session(db.owner) as session, session.begin():
+            user, pw = add_user(session, name=name, role=role, password=password)
+    except (UserError, UnknownRoleError) as exc:
+        _fail(str(exc))
+    finally:
+        db.dispose()
+    typer.echo(f"added {user.name} ({user.role})" + ("" if password else f"; password: {pw}"))
+
+
+@users_app.command("set-role")
+def users_set_role(name: str, role: str) -> None:
+    """Change a user's role; it applies on their next request."""
+    from policydesk.users import UserError, set_role
+
+    db = _db()
+    try:
+        with Session(db.owner) as session, session.begin():
+            set_role(session, name=name, role=role)
+    except (UserError, UnknownRoleError) as exc:
+        _fail(str(exc))
+    finally:
+        db.dispose()
+    typer.echo(f"{name} is now {role}")
+
+
+@users_app.command("list")
+def users_list() -> None:
+    from policydesk.users import list_users
+
+    db = _db()
+    try:
+        with Session(db.owner) as session:
+            for u in list_users(session):
+                typer.echo(f"{u.name}\t{u.role}")
+    finally:
+        db.dispose()
+
+
+def _parse_date(value: Optional[str], label: str) -> Optional[date]:
+    from policydesk.dates import DateInputError, parse_input_date
+
+    try:
+        return parse_input_date(value, label)
+    except DateInputError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def ask(question: str,
+        as_user: Annotated[str, typer.Option("--as", help="The staff user asking.")],
+        date_of_service: Annotated[Optional[str], typer.Option("--date-of-service")] = None,
+        denial_date: Annotated[Optional[str], typer.Option("--denial-date")] = None,
+        as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Ask a policy question as USER and print the answer (one JSON object with --json)."""
+    from policydesk.pipeline import AskRequest, build_pipeline
+
+    dates = {"date_of_service": _parse_date(date_of_service, "date of service"),
+             "denial_notice_date": _parse_date(denial_date, "denial notice date")}
+    settings = get_settings()
+    db = _db()
+    try:
+        pipeline = build_pipeline(db, settings)
+        result = pipeline.ask(AskRequest(user_name=as_user, question=question, dates=dates))
+    finally:
+        db.dispose()
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        typer.echo(result.render_text())
+    if result.error:
+        raise typer.Exit(1)
+
+
+@traces_app.command("purge")
+def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than", help="Days.")] = None) -> None:
+    """Delete traces older than DAYS (default from settings) and say how many."""
+    from policydesk.tracing import purge_traces
+
+    days = older_than if older_than is not None else get_settings().TRACE_RETENTION_DAYS
+    if days <= 0:
+        _fail("--older-than must be a positive number of days")
+    db = _db()
+    try:
+        n = purge_traces(db, older_than_days=days)
+    finally:
+        db.dispose()
+    typer.echo(f"deleted {n} traces older than {days} days")
+
+
+@app.command()
+def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve the web app."""
+    import uvicorn
+
+    from policydesk.web.app import create_app
+
+    uvicorn.run(create_app(get_settings()), host=host, port=port)
+
+
+@app.command()
+def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Option(True, "--serve/--no-serve")) -> None:
+    """Embedded Postgres, demo corpus, one demo user per role, and the web app."""
+    from policydesk.providers import embedding_for
+    from policydesk.users import add_user, get_user
+
+    settings = get_settings()
+    db = _db()
+    try:
+        report = ingest_directory(db, DEMO_CORPUS, embedding_for(settings), settings, progress=True)
+        typer.echo(f"demo corpus: {report.summary()}")
+        with Session(db.owner) as session, session.begin():
+            for name, role in DEMO_USERS.items():
+                if get_user(session, name=name) is None:
+                    _, pw = add_user(session, name=name, role=role)
+                    typer.echo(f"demo user {name} ({role}) password: {pw}   <- shown once")
+                else:
+                    typer.echo(f"demo user {name} ({role}) exists; password unchanged")
+    finally:
+        db.dispose()
+    if serve_app:
+        typer.echo(f"PolicyDesk on http://{host}:{port}  (Ctrl-C to stop; the embedded Postgres stops with it)")
+        serve(host=host, port=port)
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

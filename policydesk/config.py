@@ -1,0 +1,72 @@
+"""Settings for PolicyDesk, read from POLICYDESK_* environment variables and an optional .env."""
+
+from __future__ import annotations
+
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="POLICYDESK_", env_file=".env", extra="ignore")
+
+    ENVIRONMENT: str = "local"  # local | test | production
+    DATA_DIR: Path = Path(".policydesk")
+    # Not prefixed: DATABASE_URL is the conventional name operators already set.
+    DATABASE_URL: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    # The application connects as this role, which row-level security binds (no BYPASSRLS).
+    APP_DB_ROLE: str = "policydesk_app"
+    APP_DB_PASSWORD: str = "policydesk-app-local"
+
+    SECRET_KEY: str = LOCAL_SECRET_KEY
+
+    # Providers: Gemini when a key is configured, offline otherwise.
+    GEMINI_API_KEY: str | None = None
+    GEMINI_MODEL: str = "gemini-2.5-flash"
+    GEMINI_EMBEDDING_MODEL: str = "gemini-embedding-001"
+    PROVIDER_TIMEOUT_SECONDS: float = 30.0
+    PROVIDER_MAX_RETRIES: int = 3
+    # USD per million tokens (input, output); configurable because list prices change.
+    PRICE_INPUT_PER_MTOK: float = 0.30
+    PRICE_OUTPUT_PER_MTOK: float = 2.50
+    EMBED_DIM: int = 384
+    EMBED_BATCH_SIZE: int = 32
+
+    # Retrieval
+    TOP_K: int = 8
+    # pgvector 0.8 iterative index scans: a filtered HNSW top-k keeps scanning until k rows pass.
+    HNSW_EF_SEARCH: int = 100
+    HNSW_MAX_SCAN_TUPLES: int = 40000
+    MAX_QUESTION_CHARS: int = 1000
+
+    # Versions
+    RECENT_CHANGE_DAYS: int = 365
+    TODAY: date | None = None  # injectable clock for demos and tests; None means the real date
+
+    # Ingest caps
+    MAX_SOURCE_BYTES: int = 10 * 1024 * 1024
+    MAX_PDF_PAGES: int = 200
+
+    TRACE_RETENTION_DAYS: int = 365
+
+    @model_validator(mode="after")
+    def _refuse_default_secret_outside_local(self) -> "Settings":
+        if self.ENVIRONMENT not in ("local", "test") and self.SECRET_KEY == LOCAL_SECRET_KEY:
+            raise ValueError(
+                "POLICYDESK_SECRET_KEY must be set to a real secret when POLICYDESK_ENVIRONMENT "
+                f"is {self.ENVIRONMENT!r}"
+            )
+        return self
+
+    def today(self) -> date:
+        return self.TODAY or date.today()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,34 @@
+"""Dates entered by staff: parsed and range-checked before anything is retrieved."""
+
+from __future__ import annotations
+
+from datetime import date
+
+MIN_DATE = date(1900, 1, 1)
+MAX_DATE = date(2100, 12, 31)
+
+
+class DateInputError(ValueError):
+    pass
+
+
+def parse_input_date(value: str | date | None, label: str) -> date | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, date):
+        parsed = value
+    else:
+        try:
+            parsed = date.fromisoformat(value.strip())
+        except ValueError:
+            raise DateInputError(f"{label} {value!r} is not a date; use YYYY-MM-DD") from None
+    if not (MIN_DATE <= parsed <= MAX_DATE):
+        raise DateInputError(f"{label} {parsed} is outside {MIN_DATE.year}-{MAX_DATE.year}")
+    return parsed
+
+
+def check_date_order(date_of_service: date | None, denial_notice_date: date | None) -> None:
+    if date_of_service and denial_notice_date and denial_notice_date < date_of_service:
+        raise DateInputError(
+            f"the denial notice date {denial_notice_date} is before the date of service {date_of_service}"
+        )

@@ -1,0 +1,77 @@
+"""Build chunk nodes and their table rows in the layout PGVectorStore reads."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date
+
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+from policydesk.ingest.manifest import Source
+from policydesk.ingest.readers import Section, slug
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunk_id(doc_id: str, version: int, section_id: str) -> str:
+    return f"{doc_id}:v{version}:{section_id}"
+
+
+def chunk_metadata(source: Source, section: Section, window: dict) -> dict:
+    section_id = slug(section.title)
+    return {
+        "chunk_id": chunk_id(source.doc_id, source.version, section_id),
+        "title": source.title,
+        "version": source.version,
+        "section": section.title,
+        "section_id": section_id,
+        "source_type": source.source_type,
+        "effective_from": source.effective_from.isoformat(),
+        "effective_to": window["effective_to"].isoformat(),
+        "supersedes": window["supersedes"],
+        "superseded_by": window["superseded_by"],
+        "date_basis": source.date_basis,
+        "access_level": source.access_level,
+        "sensitive": source.sensitive,
+        "owner": source.owner,
+        "related_policies": list(source.related_policies),
+        "source_file": source.file,
+        "text_sha256": sha256_text(section.text),
+    }
+
+
+def make_node(doc_id: str, text: str, metadata: dict, embedding: list[float] | None = None) -> TextNode:
+    node = TextNode(
+        id_=metadata["chunk_id"],
+        text=text,
+        metadata=metadata,
+        embedding=embedding,
+        # Metadata is shown to the model by our own source blocks, not glued onto the text.
+        excluded_embed_metadata_keys=list(metadata),
+        excluded_llm_metadata_keys=list(metadata),
+    )
+    # ref_doc_id becomes metadata_["doc_id"] / ["ref_doc_id"] in the stored row.
+    node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=doc_id)
+    return node
+
+
+def row_metadata(node: TextNode) -> dict:
+    return node_to_metadata_dict(node, remove_text=True, flat_metadata=False)
+
+
+def windows_for(versions: list[tuple[int, date]], open_end: date) -> dict[int, dict]:
+    """effective_to of each version is the next version's effective_from; the last is open."""
+    ordered = sorted(versions)
+    out: dict[int, dict] = {}
+    for i, (version, _) in enumerate(ordered):
+        nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+        prev = ordered[i - 1] if i > 0 else None
+        out[version] = {
+            "effective_to": nxt[1] if nxt else open_end,
+            "superseded_by": nxt[0] if nxt else None,
+            "supersedes": prev[0] if prev else None,
+        }
+    return out

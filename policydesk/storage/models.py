@@ -1,0 +1,138 @@
+"""SQLAlchemy models. Alembic (policydesk/storage/migrations) owns the DDL; these mirror it.
+
+`data_chunks` is the table `PGVectorStore(table_name="chunks", hybrid_search=True, use_jsonb=True)`
+reads and writes; its columns must keep the names that class expects.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Computed,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# The current version's window ends here: an explicit open end, so range conditions match it
+# (a NULL effective_to silently fails `effective_to > :d`).
+OPEN_END = date(9999, 12, 31)
+EMBED_DIM = 384
+CHUNK_TABLE = "data_chunks"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(32))
+    password_hash: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    doc_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    source_type: Mapped[str] = mapped_column(String(16))
+    date_basis: Mapped[str] = mapped_column(String(32))
+    access_level: Mapped[str] = mapped_column(String(16))
+    owner: Mapped[str] = mapped_column(Text)
+    related_policies: Mapped[list] = mapped_column(JSONB, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class DocumentVersion(Base):
+    __tablename__ = "document_versions"
+    __table_args__ = (UniqueConstraint("doc_id", "version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    doc_id: Mapped[str] = mapped_column(ForeignKey("documents.doc_id"))
+    version: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text)
+    source_type: Mapped[str] = mapped_column(String(16))
+    effective_from: Mapped[date] = mapped_column(Date)
+    effective_to: Mapped[date] = mapped_column(Date, default=OPEN_END)
+    supersedes: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    superseded_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    date_basis: Mapped[str] = mapped_column(String(32))
+    access_level: Mapped[str] = mapped_column(String(16))
+    sensitive: Mapped[bool] = mapped_column(Boolean)
+    owner: Mapped[str] = mapped_column(Text)
+    source_file: Mapped[str] = mapped_column(Text)
+    source_sha256: Mapped[str] = mapped_column(String(64))
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Chunk(Base):
+    __tablename__ = CHUNK_TABLE
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    text: Mapped[str] = mapped_column(String)
+    metadata_: Mapped[dict] = mapped_column(JSONB)
+    node_id: Mapped[str] = mapped_column(String, unique=True)
+    embedding = mapped_column(Vector(EMBED_DIM))
+    text_search_tsv = mapped_column(TSVECTOR, Computed("to_tsvector('english', text)", persisted=True))
+
+
+class Trace(Base):
+    __tablename__ = "traces"
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    kind: Mapped[str] = mapped_column(String(16))  # ask | replay | eval
+    replay_of: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("traces.id", ondelete="SET NULL"))
+    user_name: Mapped[str] = mapped_column(String(64))
+    user_role: Mapped[str] = mapped_column(String(32))
+    permitted_levels: Mapped[list[str]] = mapped_column(ARRAY(String))
+    sensitive_cleared: Mapped[bool] = mapped_column(Boolean)
+    question: Mapped[str] = mapped_column(Text)
+    dates: Mapped[dict] = mapped_column(JSONB, default=dict)
+    versions_applied: Mapped[list] = mapped_column(JSONB, default=list)
+    chunk_ids: Mapped[list] = mapped_column(JSONB, default=list)
+    answer: Mapped[dict | None] = mapped_column(JSONB)
+    answer_text: Mapped[str] = mapped_column(Text, default="")
+    citations: Mapped[list] = mapped_column(JSONB, default=list)
+    warnings: Mapped[list] = mapped_column(JSONB, default=list)
+    refused: Mapped[bool] = mapped_column(Boolean, default=False)
+    refusal_reason: Mapped[str | None] = mapped_column(Text)
+    abstained: Mapped[bool] = mapped_column(Boolean, default=False)
+    degraded: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="ok")  # ok | failed
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[list] = mapped_column(JSONB, default=list)
+    stage_ms: Mapped[dict] = mapped_column(JSONB, default=dict)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    model: Mapped[str] = mapped_column(Text, default="")
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    search_tsv = mapped_column(
+        TSVECTOR,
+        Computed("to_tsvector('english', coalesce(question, '') || ' ' || coalesce(answer_text, ''))", persisted=True),
+    )
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    actor: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(Text, default="")
+    details: Mapped[dict] = mapped_column(JSONB, default=dict)
