@@ -1,0 +1,1 @@
+"""Cited JSON answers: schema, prompt, synthesizer with validation, and the answerers."""
