@@ -80,11 +80,12 @@ def users_add(name: str, role: Annotated[str, typer.Option("--role", help=f"One 
     try:
         with Session(db.owner) as session, session.begin():
             user, pw = add_user(session, name=name, role=role, password=password)
+            line = f"added {user.name} ({user.role})"
     except (UserError, UnknownRoleError) as exc:
         _fail(str(exc))
     finally:
         db.dispose()
-    typer.echo(f"added {user.name} ({user.role})" + ("" if password else f"; password: {pw}"))
+    typer.echo(line + ("" if password else f"; password: {pw}"))
 
 
 @users_app.command("set-role")

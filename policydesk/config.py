@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     HNSW_EF_SEARCH: int = 100
     HNSW_MAX_SCAN_TUPLES: int = 40000
     MAX_QUESTION_CHARS: int = 1000
+    # Abstain when the best dense cosine similarity is below this (see evals/README.md for how
+    # it was calibrated on the golden set).
+    ABSTAIN_MIN_SIMILARITY: float = 0.30
 
     # Versions
     RECENT_CHANGE_DAYS: int = 365

@@ -28,9 +28,6 @@ def configure_llama_index() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     LlamaSettings.tokenizer = _word_tokenizer
-    # Never let LlamaIndex fall back to OpenAI defaults.
-    LlamaSettings.llm = None  # type: ignore[assignment]
-    LlamaSettings.embed_model = None  # type: ignore[assignment]
 
 
 @lru_cache(maxsize=1)
@@ -67,3 +64,21 @@ def embedding_for(settings: Settings) -> BaseEmbedding:
     if settings.GEMINI_API_KEY:
         return gemini_embedding(settings)
     return offline_embedding(settings.EMBED_BATCH_SIZE)
+
+
+def llm_for(settings: Settings):
+    """The answering LLM: Gemini when a key is configured, else the offline extractive answerer."""
+    configure_llama_index()
+    if settings.GEMINI_API_KEY:
+        from policydesk.synthesis.gemini import gemini_llm
+
+        return gemini_llm(settings)
+    from policydesk.synthesis.extractive import ExtractiveAnswerer
+
+    return ExtractiveAnswerer()
+
+
+def is_extractive(llm) -> bool:
+    from policydesk.synthesis.extractive import EXTRACTIVE_MODEL_NAME
+
+    return llm.metadata.model_name == EXTRACTIVE_MODEL_NAME

@@ -133,6 +133,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 effective_to=window["effective_to"], supersedes=window["supersedes"],
                 superseded_by=window["superseded_by"], date_basis=s.date_basis, access_level=s.access_level,
                 sensitive=s.sensitive, owner=s.owner, source_file=s.file, source_sha256=p.sha256,
+                disk_sha256=p.sha256,
             )
             if row is None:
                 row = DocumentVersion(doc_id=s.doc_id, version=s.version, **values)

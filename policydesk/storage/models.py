@@ -78,6 +78,9 @@ class DocumentVersion(Base):
     owner: Mapped[str] = mapped_column(Text)
     source_file: Mapped[str] = mapped_column(Text)
     source_sha256: Mapped[str] = mapped_column(String(64))
+    # Set by the staleness check: the file's hash on disk when last checked.
+    disk_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
