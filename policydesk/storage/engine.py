@@ -15,6 +15,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from policydesk.storage.scope import install_scope_hook
 
@@ -81,8 +82,7 @@ class Database:
         self._closed = True
         self.owner.dispose()
         self.app.dispose()
-        # The async engine's pool holds no connections unless an async path ran.
-        self.app_async.sync_engine.dispose()
+        self.app_async.sync_engine.dispose()  # NullPool: nothing is held open
 
 
 def open_database(settings, database: str | None = None) -> Database:
@@ -92,7 +92,9 @@ def open_database(settings, database: str | None = None) -> Database:
     engine_kwargs = {"pool_pre_ping": True}
     owner_engine = create_engine(owner, **engine_kwargs)
     app_engine = create_engine(app, **engine_kwargs)
-    app_async = create_async_engine(app, **engine_kwargs)
+    # No pool for async: each asyncio.run() has its own loop, and a pooled connection must not
+    # outlive the loop that opened it.
+    app_async = create_async_engine(app, poolclass=NullPool)
     for engine in (app_engine, app_async.sync_engine):
         install_scope_hook(
             engine, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES
