@@ -1,0 +1,60 @@
+"""Post-flight: code checks on a drafted answer before anyone sees it.
+
+Post-flight can only make a decision stricter: allow < abstain < refuse, and the
+request's final action is the strictest of the pre-flight and post-flight ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from policydesk.refusal import find_claim_decision_language, find_member_identifiers
+from policydesk.synthesis.schema import ModelAnswer
+
+Action = Literal["allow", "abstain", "refuse"]
+ACTION_ORDER: dict[str, int] = {"allow": 0, "abstain": 1, "refuse": 2}
+
+
+@dataclass(frozen=True)
+class PostflightVerdict:
+    action: Action
+    reasons: list[str] = field(default_factory=list)
+
+
+def combine(preflight_action: Action, postflight_action: Action) -> Action:
+    """The stricter of the two actions: post-flight escalates, never relaxes."""
+    return max(preflight_action, postflight_action, key=ACTION_ORDER.__getitem__)
+
+
+def _answer_text(answer: ModelAnswer) -> str:
+    return "\n".join([answer.answer, *(claim.text for claim in answer.claims)])
+
+
+def check_draft(answer: ModelAnswer, context_ids: Iterable[str]) -> PostflightVerdict:
+    """Refuse an answer that leaks a member identifier or announces a claim decision;
+    abstain from one whose claims are not all cited to chunks that were in context."""
+    refuse: list[str] = []
+    abstain: list[str] = []
+    text = _answer_text(answer)
+    if kinds := find_member_identifiers(text):
+        refuse.append(f"The drafted answer contains a member identifier ({', '.join(kinds)}).")
+    if phrases := find_claim_decision_language(text):
+        refuse.append(f"The drafted answer announces a claim decision ({'; '.join(phrases)}).")
+    if not answer.answerable:
+        abstain.append(answer.insufficient_evidence_reason or "The drafted answer says the sources do not answer.")
+    else:
+        allowed = set(context_ids)
+        if not answer.claims:
+            abstain.append("The drafted answer has no cited claims.")
+        if any(not claim.citations for claim in answer.claims):
+            abstain.append("A claim in the drafted answer cites no source.")
+        unknown = sorted({c for claim in answer.claims for c in claim.citations if c not in allowed})
+        if unknown:
+            abstain.append(f"The drafted answer cites sources that were not in context ({', '.join(unknown)}).")
+    if refuse:
+        return PostflightVerdict("refuse", refuse + abstain)
+    if abstain:
+        return PostflightVerdict("abstain", abstain)
+    return PostflightVerdict("allow", [])

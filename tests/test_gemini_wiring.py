@@ -1,0 +1,182 @@
+"""Gemini wiring through the real GoogleGenAI and google-genai request code, with HTTP stubbed.
+
+The stub is an httpx transport handed to google-genai through `HttpOptions.httpx_client`,
+so every request body here is the one that would go over the wire. No network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from llama_index.core.schema import NodeWithScore
+
+from policydesk.config import Settings
+from policydesk.ingest.chunks import make_node
+from policydesk.providers import is_extractive, llm_for
+from policydesk.synthesis.gemini import RetryingGoogleGenAI, cost_usd, gemini_llm
+from policydesk.synthesis.synthesizer import TIMEOUT_REASON, CitedAnswerSynthesizer
+
+V2_ID = "POL-TF:v2:filing-limit"
+V2_TEXT = "Providers must submit claims within 90 days of the date of service."
+QUESTION = "How long do providers have to file a claim?"
+GOOD = json.dumps({
+    "answerable": True,
+    "answer": "Timely Filing of Claims, version 2: providers have 90 days from the date of service.",
+    "claims": [{"text": V2_TEXT, "citations": [V2_ID]}],
+})
+
+
+def v2() -> NodeWithScore:
+    meta = {
+        "chunk_id": V2_ID, "title": "Timely Filing of Claims", "version": 2, "section": "Filing Limit",
+        "section_id": "filing-limit", "source_type": "policy", "effective_from": "2026-01-01",
+        "effective_to": "9999-12-31", "access_level": "all_staff", "sensitive": False, "text_sha256": "x",
+    }
+    return NodeWithScore(node=make_node("POL-TF", V2_TEXT, meta), score=1.0)
+
+
+def gemini_reply(text: str, prompt_tokens=1200, candidates=250, thoughts=50) -> httpx.Response:
+    return httpx.Response(200, json={
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": candidates,
+                          "thoughtsTokenCount": thoughts, "totalTokenCount": prompt_tokens + candidates + thoughts},
+    })
+
+
+def quota_exhausted() -> httpx.Response:
+    return httpx.Response(429, json={"error": {"code": 429, "message": "Resource has been exhausted",
+                                               "status": "RESOURCE_EXHAUSTED"}})
+
+
+class StubGemini:
+    """Scripted HTTP replies (or exceptions to raise); records every request."""
+
+    def __init__(self, *script):
+        self.script = list(script)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        step = self.script.pop(0)
+        if isinstance(step, type) and issubclass(step, Exception):
+            raise step("stubbed transport failure", request=request)
+        return step
+
+    def body(self, i: int = 0) -> dict:
+        return json.loads(self.requests[i].content)
+
+
+@pytest.fixture
+def settings(monkeypatch) -> Settings:
+    for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(var, raising=False)
+    return Settings(GEMINI_API_KEY="test-key", PROVIDER_TIMEOUT_SECONDS=7, PROVIDER_MAX_RETRIES=2,
+                    ENVIRONMENT="test", _env_file=None)
+
+
+def synthesizer(settings: Settings, stub: StubGemini) -> CitedAnswerSynthesizer:
+    llm = gemini_llm(settings, httpx_client=httpx.Client(transport=httpx.MockTransport(stub)), backoff_seconds=0)
+    return CitedAnswerSynthesizer(llm=llm)
+
+
+def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instruction(settings):
+    stub = StubGemini(gemini_reply(GOOD))
+    notes = ["Version resolved for date of service 2026-02-01"]
+    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()], notes)
+    assert outcome.answer is not None and outcome.model == "gemini-2.5-flash"
+    assert len(stub.requests) == 1
+    request = stub.requests[0]
+    assert request.url.path.endswith("/models/gemini-2.5-flash:generateContent")
+    assert request.headers["x-goog-api-key"] == "test-key"
+    body = stub.body()
+    config = body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert set(config["responseSchema"]["properties"]) == {
+        "answerable", "answer", "claims", "insufficient_evidence_reason"
+    }
+    system_text = " ".join(p["text"] for p in body["systemInstruction"]["parts"])
+    assert V2_TEXT not in system_text and V2_ID not in system_text
+    assert [c["role"] for c in body["contents"]] == ["user"]
+    user_text = body["contents"][0]["parts"][0]["text"]
+    assert f'<source id="{V2_ID}"' in user_text and V2_TEXT in user_text and QUESTION in user_text
+
+
+def test_timeout_setting_reaches_each_request(settings):
+    stub = StubGemini(gemini_reply(GOOD))
+    synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    request = stub.requests[0]
+    assert request.extensions["timeout"]["read"] == 7.0
+    assert request.headers["x-server-timeout"] == "7"
+
+
+def test_malformed_reply_takes_the_retry_path_then_fails_closed(settings):
+    stub = StubGemini(gemini_reply("The limit is 90 days."), gemini_reply("still not json"))
+    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    assert len(stub.requests) == 2 and len(outcome.attempts) == 2
+    assert outcome.answer is None
+    assert outcome.abstain_reason == (
+        "The model did not return valid JSON matching the schema twice; no answer was given."
+    )
+    retry_contents = stub.body(1)["contents"]
+    assert [c["role"] for c in retry_contents] == ["user", "model", "user"]
+    assert "JSON" in retry_contents[2]["parts"][0]["text"]
+    assert retry_contents[1]["parts"][0]["text"] == "The limit is 90 days."
+
+
+def test_read_timeout_fails_closed_at_once(settings):
+    stub = StubGemini(httpx.ReadTimeout, gemini_reply(GOOD))
+    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    assert outcome.answer is None and outcome.abstain_reason == TIMEOUT_REASON
+    assert len(stub.requests) == 1 and outcome.attempts[0]["error"].startswith("ReadTimeout")
+
+
+def test_quota_error_is_retried_with_backoff_then_answers(settings):
+    # Regression: GoogleGenAI's own retry compares ClientError.status ("RESOURCE_EXHAUSTED")
+    # with 429, so it never retried quota errors.
+    stub = StubGemini(quota_exhausted(), gemini_reply(GOOD))
+    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    assert outcome.answer is not None and len(stub.requests) == 2
+
+
+def test_quota_still_exhausted_after_retries_fails_closed(settings):
+    stub = StubGemini(*(quota_exhausted() for _ in range(settings.PROVIDER_MAX_RETRIES + 1)))
+    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    assert len(stub.requests) == settings.PROVIDER_MAX_RETRIES + 1
+    assert outcome.answer is None
+    assert outcome.abstain_reason == (
+        "The model provider returned an error (ClientError 429); no answer was given."
+    )
+
+
+def test_cost_is_computed_from_usage_metadata(settings):
+    stub = StubGemini(gemini_reply(GOOD, prompt_tokens=1200, candidates=250, thoughts=50))
+    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    assert (outcome.tokens_in, outcome.tokens_out) == (1200, 300)  # thinking tokens bill as output
+    assert cost_usd(outcome.tokens_in, outcome.tokens_out, settings) == pytest.approx(
+        1200 * 0.30 / 1e6 + 300 * 2.50 / 1e6
+    )
+    priced = settings.model_copy(update={"PRICE_INPUT_PER_MTOK": 1.0, "PRICE_OUTPUT_PER_MTOK": 10.0})
+    assert cost_usd(1_000_000, 100_000, priced) == pytest.approx(2.0)
+
+
+def test_async_path_uses_the_same_wiring(settings):
+    stub = StubGemini(gemini_reply("nope"), gemini_reply(GOOD))
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return stub(request)
+
+    llm = gemini_llm(settings, httpx_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+                     backoff_seconds=0)
+    outcome = asyncio.run(CitedAnswerSynthesizer(llm=llm).asynthesize(QUESTION, [v2()]))
+    assert outcome.answer is not None and len(stub.requests) == 2
+    assert stub.body(0)["generationConfig"]["responseMimeType"] == "application/json"
+
+
+def test_llm_for_with_a_key_builds_gemini_without_calling_the_network(settings):
+    llm = llm_for(settings)  # constructing must not fetch model metadata
+    assert isinstance(llm, RetryingGoogleGenAI) and not is_extractive(llm)
+    assert llm.max_retries == 0 and llm.quota_retries == settings.PROVIDER_MAX_RETRIES

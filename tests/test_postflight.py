@@ -1,0 +1,65 @@
+"""Post-flight checks on a drafted answer, and monotonic restriction of the final action."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from policydesk.synthesis.postflight import ACTION_ORDER, check_draft, combine
+from policydesk.synthesis.schema import Claim, ModelAnswer
+
+V2_ID = "POL-TF:v2:filing-limit"
+ACTIONS = ("allow", "abstain", "refuse")
+
+
+def draft(answer="Providers have 90 days from the date of service.", citations=(V2_ID,), answerable=True):
+    return ModelAnswer(answerable=answerable, answer=answer,
+                       claims=[Claim(text="Claims are due within 90 days.", citations=list(citations))])
+
+
+def test_cited_answer_is_allowed():
+    verdict = check_draft(draft(), [V2_ID])
+    assert verdict.action == "allow" and verdict.reasons == []
+
+
+def test_uncited_claim_abstains():
+    verdict = check_draft(draft(citations=()), [V2_ID])
+    assert verdict.action == "abstain" and "cites no source" in verdict.reasons[0]
+
+
+def test_citation_outside_context_abstains_naming_it():
+    verdict = check_draft(draft(citations=("POL-X:v1:other",)), [V2_ID])
+    assert verdict.action == "abstain" and "POL-X:v1:other" in verdict.reasons[0]
+
+
+def test_answerable_without_claims_abstains():
+    verdict = check_draft(ModelAnswer(answerable=True, answer="90 days."), [V2_ID])
+    assert verdict.action == "abstain"
+
+
+def test_unanswerable_draft_abstains():
+    verdict = check_draft(ModelAnswer(answerable=False, answer="", insufficient_evidence_reason="Not covered."), [])
+    assert verdict == type(verdict)("abstain", ["Not covered."])
+
+
+def test_member_identifier_in_answer_refuses():
+    verdict = check_draft(draft(answer="Member CVM-12345678 has 90 days."), [V2_ID])
+    assert verdict.action == "refuse" and "member_id" in verdict.reasons[0]
+
+
+def test_claim_decision_language_refuses():
+    verdict = check_draft(draft(answer="Your claim is approved; providers have 90 days."), [V2_ID])
+    assert verdict.action == "refuse" and "your claim is approved" in verdict.reasons[0]
+
+
+def test_refusal_outranks_missing_citations_and_keeps_both_reasons():
+    verdict = check_draft(draft(answer="We will pay it.", citations=()), [V2_ID])
+    assert verdict.action == "refuse" and len(verdict.reasons) == 2
+
+
+@pytest.mark.parametrize("pre, post", list(itertools.product(ACTIONS, repeat=2)))
+def test_combine_never_relaxes_preflight(pre, post):
+    result = combine(pre, post)
+    assert result == max(pre, post, key=ACTION_ORDER.__getitem__)
+    assert ACTION_ORDER[result] >= ACTION_ORDER[pre] and ACTION_ORDER[result] >= ACTION_ORDER[post]
