@@ -1,0 +1,223 @@
+"""Step 5: put the version of each policy that applied into context, in both directions.
+
+Each policy names its date basis (date of service, denial notice date). With that date entered,
+every chunk of the policy is swapped for the same section of the version whose effective date
+is the latest on or before it (a 2025 date swaps version 2 back to version 1; a 2027 date swaps
+POL-PA version 1 forward to its scheduled version 2). Without it, chunks are swapped for the
+version in force today (never a scheduled one) and the answer is warned about recent and
+scheduled changes. Sections are fetched through `VersionLookup`, under the caller's predicate.
+
+No version in force on the entered date: if that policy is the top-ranked policy in context
+(the one the question is about), `NoVersionInForce` is raised and the pipeline refuses; it
+never answers from a wiki page or call note instead. A lower-ranked policy that had not taken
+effect yet (a 2025 policy pulled in by a question about a 2024 date of service) did not apply
+on that date, so its chunks are dropped and the reason recorded in `report.dropped`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from policydesk.postprocessors.lookup import VersionInfo, VersionLookup
+from policydesk.postprocessors.window import (
+    basis_label,
+    display_window,
+    in_force_on,
+    in_force_today,
+    previous_version,
+)
+from policydesk.synthesis.schema import AnswerWarning
+
+
+class NoVersionInForce(Exception):
+    """No version of the policy had taken effect on the applicable date: the request is refused."""
+
+    def __init__(self, doc_id: str, title: str, first_effective_from: date, applicable_date: date, basis: str):
+        self.doc_id = doc_id
+        self.title = title
+        self.first_effective_from = first_effective_from
+        self.applicable_date = applicable_date
+        self.basis = basis
+        super().__init__(
+            f"No version of {title} ({doc_id}) was in force on {applicable_date.isoformat()} "
+            f"({basis_label(basis)}); the first version took effect {first_effective_from.isoformat()}."
+        )
+
+
+@dataclass
+class ResolutionReport:
+    applied: list[dict] = field(default_factory=list)
+    warnings: list[AnswerWarning] = field(default_factory=list)
+    swaps: list[tuple[str, str]] = field(default_factory=list)
+    dropped: list[dict] = field(default_factory=list)  # {"chunk_id": ..., "reason": ...}
+
+
+def doc_id_of(node) -> str | None:
+    """The document id of a stored chunk (PGVectorStore keeps it as the source relationship)."""
+    return node.metadata.get("doc_id") or node.ref_doc_id
+
+
+class VersionResolver(BaseNodePostprocessor):
+    """Swap policy chunks for the version that applied. One instance per request."""
+
+    lookup: VersionLookup = Field(description="Permission-scoped reads of versions and sections.")
+    levels: tuple[str, ...] = Field(description="Access levels the caller may read.")
+    sensitive: bool = Field(description="Whether the caller is cleared for sensitive sources.")
+    dates: dict[str, date | None] = Field(
+        default_factory=dict, description="Entered dates keyed by date basis (date_of_service, denial_notice_date)."
+    )
+    today: date = Field(description="Injected clock; the version in force today is used without a date.")
+    recent_change_days: int = Field(default=365, description="Warn when the in-force version is this recent.")
+
+    _report: ResolutionReport = PrivateAttr(default_factory=ResolutionReport)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "VersionResolver"
+
+    @property
+    def report(self) -> ResolutionReport:
+        return self._report
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        report = self._report = ResolutionReport()
+        policy_ids = [doc_id_of(n.node) for n in nodes if n.node.metadata.get("source_type") == "policy"]
+        versions = self.lookup.versions(policy_ids, self.levels, self.sensitive) if policy_ids else {}
+        chosen: dict[str, VersionInfo | None] = {}
+        out: list[NodeWithScore] = []
+        seen: set[str] = set()
+        for item in nodes:
+            meta = item.node.metadata
+            if meta.get("source_type") != "policy":
+                resolved = item
+                meta.setdefault("applicable_date", None)
+            else:
+                resolved = self._resolve(item, versions, chosen, report)
+                if resolved is None:
+                    continue
+            if resolved.node.node_id in seen:
+                report.dropped.append({"chunk_id": item.node.node_id, "reason": "duplicate after version swap"})
+                continue
+            seen.add(resolved.node.node_id)
+            out.append(resolved)
+        report.applied = [self._applied(v) for v in chosen.values() if v is not None]
+        return out
+
+    # -- one policy chunk ---------------------------------------------------------------------
+
+    def _resolve(self, item: NodeWithScore, versions, chosen, report: ResolutionReport) -> NodeWithScore | None:
+        node = item.node
+        doc_id = doc_id_of(node)
+        basis = node.metadata.get("date_basis")
+        applicable = self.dates.get(basis)
+        if doc_id not in chosen:
+            try:
+                chosen[doc_id] = self._choose(doc_id, versions.get(doc_id, []), applicable, basis, report)
+            except NoVersionInForce as exc:
+                if not chosen:
+                    raise  # the top-ranked policy had not taken effect: refuse the request
+                chosen[doc_id] = None
+                report.dropped.append({"chunk_id": node.node_id, "reason": str(exc)})
+                return None
+        target = chosen[doc_id]
+        if target is None:
+            if not versions.get(doc_id):
+                why = "no visible version"
+            elif applicable is not None:
+                why = f"no visible version in force on {applicable.isoformat()}"
+            else:
+                why = "no visible version in force today"
+            report.dropped.append({"chunk_id": node.node_id, "reason": why})
+            return None
+        if int(node.metadata.get("version", 0)) != target.version:
+            section_id = node.metadata.get("section_id")
+            fetched = self.lookup.section(doc_id, target.version, section_id, self.levels, self.sensitive)
+            if fetched is None:
+                report.dropped.append({
+                    "chunk_id": node.node_id,
+                    "reason": f"section {section_id!r} does not exist in version {target.version}",
+                })
+                return None
+            if "retrieval_degraded" in node.metadata:
+                fetched.metadata["retrieval_degraded"] = node.metadata["retrieval_degraded"]
+            report.swaps.append((node.node_id, fetched.node_id))
+            item = NodeWithScore(node=fetched, score=item.score)
+        item.node.metadata["applicable_date"] = applicable.isoformat() if applicable else None
+        item.node.metadata["date_basis"] = basis
+        return item
+
+    def _choose(self, doc_id, versions: list[VersionInfo], applicable: date | None, basis,
+                report: ResolutionReport) -> VersionInfo | None:
+        if not versions:
+            return None
+        if applicable is not None:
+            target = in_force_on(versions, applicable)
+            if target is None:
+                first = min(versions, key=lambda v: v.effective_from)
+                raise NoVersionInForce(doc_id, first.title, first.effective_from, applicable, basis)
+            if applicable >= target.effective_to:
+                # The version that applied on that date exists but is not visible to the caller
+                # (its window was closed by a later version this caller can't read): never
+                # stand in an older one for it.
+                return None
+            return target
+        target = in_force_today(versions, self.today)
+        if target is not None:
+            report.warnings.extend(self._change_warnings(versions, target, basis))
+        return target
+
+    # -- warnings and the applied record ------------------------------------------------------
+
+    def _change_warnings(self, versions: list[VersionInfo], current: VersionInfo, basis) -> list[AnswerWarning]:
+        warnings = []
+        label = basis_label(basis)
+        start = current.effective_from.isoformat()
+        if current.effective_from > self.today - timedelta(days=self.recent_change_days):
+            prev = previous_version(versions, current)
+            if prev is not None:
+                p_from, p_to = display_window(prev.effective_from, prev.effective_to)
+                message = (
+                    f"{current.title} changed on {start}: version {current.version} replaced version "
+                    f"{prev.version} (in force {p_from} to {p_to}). If the member's {label} is before "
+                    f"{start}, enter it to get the rule that applied."
+                )
+            else:
+                message = (
+                    f"{current.title} took effect on {start}; no earlier version exists. If the member's "
+                    f"{label} is before {start}, enter it: no version of this policy applied then."
+                )
+            warnings.append(AnswerWarning(kind="recent_change", message=message))
+        scheduled = sorted((v for v in versions if v.effective_from > self.today), key=lambda v: v.effective_from)
+        if scheduled:
+            nxt = scheduled[0]
+            c_from, c_to = display_window(current.effective_from, current.effective_to)
+            window = f"in force {c_from} to {c_to}" if c_to else f"in force from {c_from}"
+            warnings.append(AnswerWarning(kind="scheduled_change", message=(
+                f"{current.title} has a scheduled change: version {nxt.version} takes effect "
+                f"{nxt.effective_from.isoformat()}. This answer uses version {current.version} ({window}). "
+                f"If the member's {label} is on or after {nxt.effective_from.isoformat()}, enter it to get "
+                f"the rule that will apply."
+            )))
+        return warnings
+
+    def _applied(self, v: VersionInfo) -> dict:
+        applicable = self.dates.get(v.date_basis)
+        first, last = display_window(v.effective_from, v.effective_to)
+        return {
+            "doc_id": v.doc_id,
+            "title": v.title,
+            "version": v.version,
+            "effective_from": v.effective_from.isoformat(),
+            # The stored (exclusive) end, as in chunk metadata; None when open-ended. Render with
+            # display_window, or use "window", which already shows the last day in force.
+            "effective_to": None if last is None else v.effective_to.isoformat(),
+            "window": f"in force {first} to {last}" if last else f"in force from {first}",
+            "date_basis": v.date_basis,
+            "applicable_date": applicable.isoformat() if applicable else None,
+        }

@@ -1,0 +1,175 @@
+"""The ask pipeline end to end on the demo corpus: CLI contract, walkthrough, traces, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+from llama_index.core.llms import CustomLLM, CompletionResponse, LLMMetadata
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from policydesk.pipeline import AskRequest, build_pipeline
+from policydesk.tracing import purge_traces
+from policydesk.users import add_user, set_role
+
+TODAY = date(2026, 11, 29)
+
+
+@pytest.fixture(scope="module")
+def users(demo_db):
+    with Session(demo_db.owner) as s, s.begin():
+        for name, role in (("p_rep", "rep"), ("p_sup", "supervisor"), ("p_comp", "compliance"), ("p_mover", "rep")):
+            add_user(s, name=name, role=role, password="pw-" + name)
+    return True
+
+
+@pytest.fixture(scope="module")
+def pipeline(demo_db, settings, embed_model, users):
+    return build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
+
+
+def _trace(db, trace_id):
+    with db.owner.connect() as conn:
+        return conn.execute(text("SELECT * FROM traces WHERE id = :i"), {"i": trace_id}).mappings().one()
+
+
+def test_timely_filing_without_date_is_90_days_version_2_with_recent_change(pipeline, demo_db):
+    r = pipeline.ask(AskRequest("p_rep", "What is the timely filing limit?"))
+    assert not r.refused and not r.abstained, r.abstain_reason
+    assert "90 days" in r.answer
+    tf = [c for c in r.citations if c.doc_id == "POL-TF"]
+    assert tf and {c.version for c in tf} == {2}
+    assert any(w.kind == "recent_change" and "2024-01-01" in w.message and "2025-12-31" in w.message for w in r.warnings)
+    assert any(w.kind == "extractive" for w in r.warnings)
+    row = _trace(demo_db, r.trace_id)
+    assert row["kind"] == "ask" and row["user_role"] == "rep" and row["permitted_levels"] == ["public", "internal"]
+    assert row["answer_text"] == r.answer and row["chunk_ids"] == r.context_ids
+    assert all(len(c["text_sha256"]) == 64 for c in row["citations"])
+    assert row["dates"] == {"date_of_service": None, "denial_notice_date": None}
+
+
+def test_timely_filing_with_2025_date_of_service_is_180_days_version_1(pipeline):
+    r = pipeline.ask(AskRequest("p_rep", "What is the timely filing limit?", dates={"date_of_service": "2025-11-03"}))
+    assert "180 days" in r.answer and "90 days" not in r.answer
+    assert {c.version for c in r.citations if c.doc_id == "POL-TF"} == {1}
+    tf = next(c for c in r.citations if c.doc_id == "POL-TF")
+    assert (tf.effective_from, tf.effective_to) == ("2024-01-01", "2025-12-31")
+    assert not any(cid.startswith("POL-TF:v2") for cid in r.context_ids)
+
+
+def test_topic_above_clearance_gets_generic_refusal_and_no_model_call(pipeline, demo_db):
+    r = pipeline.ask(AskRequest("p_rep", "What is the SIU case scoring threshold for a fraud referral?"))
+    out = pipeline.ask(AskRequest("p_rep", "What's a good recipe for banana bread?"))
+    assert r.refused and out.refused and r.refusal_message == out.refusal_message
+    assert "SIU" not in r.refusal_message and "fraud" not in r.refusal_message.lower()
+    row = _trace(demo_db, r.trace_id)
+    assert row["refused"] and row["model"] == "" and row["attempts"] == [] and row["chunk_ids"] == []
+    assert r.prompts == []
+
+
+def test_no_version_in_force_is_refused_in_code_naming_first_effective_date(pipeline):
+    r = pipeline.ask(AskRequest("p_rep", "Is audio-only telehealth covered?", dates={"date_of_service": "2025-06-01"}))
+    assert r.refused and r.refusal_reason == "no_version_in_force"
+    assert "Telehealth" in r.refusal_message and "2026-03-01" in r.refusal_message
+    assert r.prompts == []
+
+
+def test_prompt_injection_in_a_call_note_changes_nothing(pipeline):
+    r = pipeline.ask(AskRequest("p_rep", "What did the provider office get told about the timely filing limit?"))
+    assert "365" not in r.answer and "approved" not in r.answer.lower()
+    if r.prompts:  # the injected text may be in context, but only inside a source block in the user turn
+        assert all("Ignore previous instructions" not in p.split("<source")[0] for p in r.prompts)
+
+
+def test_role_change_between_requests_uses_new_clearance(pipeline, demo_db):
+    q = "What is the SIU case scoring threshold for a fraud referral?"
+    first = pipeline.ask(AskRequest("p_mover", q))
+    with Session(demo_db.owner) as s, s.begin():
+        set_role(s, name="p_mover", role="supervisor")
+    second = pipeline.ask(AskRequest("p_mover", q))
+    assert first.refused and first.role == "rep"
+    assert not second.refused and second.role == "supervisor"
+    assert any(cid.startswith("POL-SIU") for cid in second.context_ids)
+    assert _trace(demo_db, second.trace_id)["user_role"] == "supervisor"
+
+
+@pytest.mark.parametrize("dates,message", [
+    ({"date_of_service": "2025-13-01"}, "is not a date"),
+    ({"date_of_service": "1850-01-01"}, "outside 1900-2100"),
+    ({"date_of_service": "2025-11-03", "denial_notice_date": "2025-10-01"}, "before the date of service"),
+])
+def test_bad_dates_get_a_clear_error_before_retrieval(pipeline, dates, message):
+    r = pipeline.ask(AskRequest("p_rep", "What is the timely filing limit?", dates=dates))
+    assert r.error and message in r.error and r.context_ids == [] and r.answer == ""
+
+
+def test_unknown_user_gets_clear_error_and_no_retrieval(pipeline):
+    r = pipeline.ask(AskRequest("nobody", "What is the timely filing limit?"))
+    assert r.error == "unknown user 'nobody'" and r.context_ids == []
+
+
+class _TimeoutLLM(CustomLLM):
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="gemini-test-timeout", is_chat_model=True)
+
+    def complete(self, prompt, formatted=False, **kw):
+        raise TimeoutError("provider timed out after 30s")
+
+    def stream_complete(self, prompt, formatted=False, **kw):
+        raise TimeoutError("provider timed out after 30s")
+
+
+def test_provider_timeout_fails_closed_and_is_traced(demo_db, settings, embed_model, users):
+    p = build_pipeline(demo_db, settings, embed_model=embed_model, llm=_TimeoutLLM(), today=TODAY)
+    r = p.ask(AskRequest("p_rep", "What is the timely filing limit?"))
+    assert r.abstained and r.answer == "" and r.citations == []
+    assert "did not respond in time" in r.abstain_reason or "provider" in r.abstain_reason.lower()
+    row = _trace(demo_db, r.trace_id)
+    assert row["abstained"] and len(row["attempts"]) >= 1
+
+
+def test_what_changed_is_computed_from_both_versions(pipeline):
+    r = pipeline.ask(AskRequest("p_rep", "What changed in the timely filing policy?"))
+    assert "180 days" in r.answer and "90 days" in r.answer
+    assert {c.version for c in r.citations if c.doc_id == "POL-TF"} == {1, 2}
+
+
+def test_purge_deletes_old_traces_and_refuses_zero(pipeline, demo_db):
+    r = pipeline.ask(AskRequest("p_rep", "What is the timely filing limit?"))
+    with pytest.raises(ValueError):
+        purge_traces(demo_db, older_than_days=0)
+    future = datetime.now(timezone.utc) + timedelta(days=400)
+    n = purge_traces(demo_db, older_than_days=30, now=future)
+    assert n >= 1
+    with demo_db.owner.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM traces WHERE id = :i"), {"i": r.trace_id}).scalar_one() == 0
+
+
+def test_cli_ask_json_contract(settings, tmp_path):
+    """The DESIGN.md contract, through the real console script on its own embedded Postgres."""
+    env = dict(os.environ, POLICYDESK_DATA_DIR=str(tmp_path / "data"), POLICYDESK_TODAY="2026-11-29")
+    env.pop("DATABASE_URL", None)
+    bin_dir = os.path.dirname(sys.executable)
+    cli = os.path.join(bin_dir, "policydesk")
+    subprocess.run([cli, "demo", "--no-serve"], env=env, check=True, capture_output=True, timeout=300)
+    out = subprocess.run([cli, "ask", "What is the timely filing limit?", "--as", "rep", "--json"],
+                         env=env, check=True, capture_output=True, text=True, timeout=120)
+    data = json.loads(out.stdout)
+    for key in ("answer", "citations", "refused", "refusal_reason", "warnings", "degraded", "trace_id"):
+        assert key in data
+    assert "90 days" in data["answer"]
+    c = data["citations"][0]
+    assert {"chunk_id", "doc_id", "version", "effective_from", "effective_to", "text_sha256"} <= set(c)
+    dated = json.loads(subprocess.run(
+        [cli, "ask", "What is the timely filing limit?", "--as", "rep", "--date-of-service", "2025-11-03", "--json"],
+        env=env, check=True, capture_output=True, text=True, timeout=120).stdout)
+    assert "180 days" in dated["answer"] and {c["version"] for c in dated["citations"] if c["doc_id"] == "POL-TF"} == {1}
+    bad = subprocess.run([cli, "ask", "x", "--as", "rep", "--date-of-service", "2025-02-30", "--json"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "not a date" in bad.stderr

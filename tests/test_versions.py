@@ -1,0 +1,333 @@
+"""Version resolution (pipeline step 5) against the demo corpus: the date suite, no-date
+warnings, the permission-scoped lookup, and a version the caller can't see.
+
+Real retrieval (HybridRetriever) on the embedded Postgres, then VersionResolver. No mocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import event
+
+from policydesk.access import Clearance, clearance_for
+from policydesk.postprocessors import (
+    ConflictFlagger,
+    NoVersionInForce,
+    VersionLookup,
+    VersionResolver,
+    compare_versions,
+    display_window,
+    in_force_on,
+)
+from policydesk.postprocessors.versions import doc_id_of
+from policydesk.retrievers import HybridRetriever, chunk_vector_store
+
+SUITE = yaml.safe_load((Path(__file__).parent / "data" / "version_dates.yaml").read_text())
+TODAY: date = SUITE["today"]
+COMPLIANCE = clearance_for("compliance")
+REP = clearance_for("rep")
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+
+
+def retrieve(db, embed_model, question: str, clearance=COMPLIANCE):
+    retriever = HybridRetriever(
+        chunk_vector_store(db), embed_model, levels=clearance.levels, sensitive=clearance.sensitive
+    )
+    return retriever.retrieve(question)
+
+
+def resolver(db, clearance=COMPLIANCE, dates=None, **kwargs) -> VersionResolver:
+    return VersionResolver(
+        lookup=VersionLookup(db), levels=clearance.levels, sensitive=clearance.sensitive,
+        dates=dates or {}, today=TODAY, **kwargs,
+    )
+
+
+def versions_in_context(nodes, doc_id: str) -> set[int]:
+    return {int(n.node.metadata["version"]) for n in nodes if doc_id_of(n.node) == doc_id}
+
+
+# -- the date suite -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", SUITE["cases"], ids=[c["id"] for c in SUITE["cases"]])
+def test_resolver_puts_only_the_applicable_version_in_context(demo_db, embed_model, case):
+    question = SUITE["questions"][case["ask"]]
+    nodes = retrieve(demo_db, embed_model, question)
+    for doc_id in case["expect"]:
+        assert doc_id in {doc_id_of(n.node) for n in nodes}, f"retrieval missed {doc_id}"
+    r = resolver(demo_db, dates=case["dates"])
+    expected_errors = {d: v for d, v in case["expect"].items() if v == "no_version"}
+
+    if expected_errors:
+        (doc_id,) = expected_errors
+        with pytest.raises(NoVersionInForce) as info:
+            r.postprocess_nodes(nodes)
+        exc = info.value
+        first = case["first_effective"].isoformat()
+        assert exc.doc_id == doc_id
+        assert f"({doc_id})" in str(exc) and first in str(exc)
+        assert str(exc).startswith("No version of ")
+        return
+
+    out = r.postprocess_nodes(nodes)
+    lookup = VersionLookup(demo_db)
+    for doc_id, version in case["expect"].items():
+        assert versions_in_context(out, doc_id) == {version}, f"{doc_id}: {[n.node.node_id for n in out]}"
+        applied = {a["doc_id"]: a for a in r.report.applied}
+        assert applied[doc_id]["version"] == version
+        basis = applied[doc_id]["date_basis"]
+        entered = case["dates"].get(basis)
+        assert applied[doc_id]["applicable_date"] == (entered.isoformat() if entered else None)
+    # Every policy chunk left in context is the version in force on its own applicable date.
+    visible = lookup.versions({doc_id_of(n.node) for n in out}, COMPLIANCE.levels, True)
+    for n in out:
+        meta = n.node.metadata
+        assert "applicable_date" in meta
+        if meta["source_type"] != "policy":
+            continue
+        on = date.fromisoformat(meta["applicable_date"]) if meta["applicable_date"] else TODAY
+        assert in_force_on(visible[doc_id_of(n.node)], on).version == int(meta["version"])
+        assert meta["date_basis"] in ("date_of_service", "denial_notice_date")
+        assert {"effective_from", "effective_to", "version"} <= set(meta)
+    ids = [n.node.node_id for n in out]
+    assert len(ids) == len(set(ids))
+
+
+def test_date_suite_covers_every_boundary_from_both_sides():
+    """Each effective date in the suite has a case on the day before and on the day itself."""
+    starts = {
+        "POL-TF": ["2024-01-01", "2026-01-01"], "POL-APL": ["2024-01-01", "2025-07-01"],
+        "POL-PA": ["2024-01-01", "2027-01-01"], "POL-ER": ["2024-01-01", "2025-10-01"],
+        "POL-COB": ["2024-01-01", "2026-04-01"], "POL-TH": ["2026-03-01"],
+    }
+    single = {c["ask"]: [] for c in SUITE["cases"]}
+    for c in SUITE["cases"]:
+        single[c["ask"]].extend(d.isoformat() for d in c["dates"].values())
+    for doc_id, days in starts.items():
+        for day in days:
+            before = date.fromordinal(date.fromisoformat(day).toordinal() - 1).isoformat()
+            assert day in single[doc_id] and before in single[doc_id], (doc_id, day)
+
+
+def test_swap_goes_backwards_and_forwards(demo_db, embed_model):
+    # 2025 date of service: POL-TF version 2 chunks are swapped back to version 1.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    r = resolver(demo_db, dates={"date_of_service": date(2025, 11, 3)})
+    out = r.postprocess_nodes(nodes)
+    assert ("POL-TF:v2:filing-limit", "POL-TF:v1:filing-limit") in r.report.swaps
+    assert "POL-TF:v1:filing-limit" in [n.node.node_id for n in out]
+    # 2027 date of service: POL-PA version 1 chunks are swapped forward to the scheduled version 2.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-PA"])
+    r = resolver(demo_db, dates={"date_of_service": date(2027, 2, 1)})
+    out = r.postprocess_nodes(nodes)
+    assert ("POL-PA:v1:decision-timeframes", "POL-PA:v2:decision-timeframes") in r.report.swaps
+    (pa,) = [a for a in r.report.applied if a["doc_id"] == "POL-PA"]
+    assert pa == {
+        "doc_id": "POL-PA", "title": "Prior Authorization", "version": 2, "effective_from": "2027-01-01",
+        "effective_to": None, "window": "in force from 2027-01-01", "date_basis": "date_of_service",
+        "applicable_date": "2027-02-01",
+    }
+
+
+def test_no_version_in_force_message_names_policy_and_first_date(demo_db, embed_model):
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TH"])
+    with pytest.raises(NoVersionInForce) as info:
+        resolver(demo_db, dates={"date_of_service": date(2026, 1, 15)}).postprocess_nodes(nodes)
+    assert str(info.value) == (
+        "No version of Telehealth Services (POL-TH) was in force on 2026-01-15 (date of service); "
+        "the first version took effect 2026-03-01."
+    )
+
+
+def test_lower_ranked_policy_not_yet_in_force_is_dropped_not_refused(demo_db, embed_model):
+    # The prior authorization question also retrieves POL-RX (effective 2025-01-01). For a 2024
+    # date of service that policy did not apply: its chunk is dropped, the request still answers.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-PA"])
+    assert "POL-RX" in {doc_id_of(n.node) for n in nodes}
+    r = resolver(demo_db, dates={"date_of_service": date(2024, 6, 1)})
+    out = r.postprocess_nodes(nodes)
+    assert "POL-RX" not in {doc_id_of(n.node) for n in out}
+    assert any("POL-RX" in d["reason"] and "2025-01-01" in d["reason"] for d in r.report.dropped)
+    assert versions_in_context(out, "POL-PA") == {1}
+
+
+# -- without a date -------------------------------------------------------------------------
+
+
+def test_no_date_timely_filing_resolves_to_v2_and_warns_of_recent_change(demo_db, embed_model):
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    r = resolver(demo_db)
+    out = r.postprocess_nodes(nodes)
+    assert versions_in_context(out, "POL-TF") == {2}
+    recent = [w for w in r.report.warnings if w.kind == "recent_change"]
+    assert [w.message for w in recent] == [
+        "Timely Filing of Claims changed on 2026-01-01: version 2 replaced version 1 (in force 2024-01-01 "
+        "to 2025-12-31). If the member's date of service is before 2026-01-01, enter it to get the rule "
+        "that applied."
+    ]
+    (tf,) = [a for a in r.report.applied if a["doc_id"] == "POL-TF"]
+    assert tf["version"] == 2 and tf["effective_to"] is None and tf["applicable_date"] is None
+    assert all(n.node.metadata["applicable_date"] is None for n in out)
+
+
+def test_no_date_prior_authorization_stays_on_v1_and_warns_of_scheduled_change(demo_db, embed_model):
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-PA"])
+    r = resolver(demo_db)
+    out = r.postprocess_nodes(nodes)
+    # In force today, not the newest: version 2 only takes effect 2027-01-01.
+    assert versions_in_context(out, "POL-PA") == {1}
+    scheduled = [w.message for w in r.report.warnings if w.kind == "scheduled_change"]
+    assert len(scheduled) == 1
+    assert "Prior Authorization" in scheduled[0] and "version 2 takes effect 2027-01-01" in scheduled[0]
+    assert "version 1 (in force 2024-01-01 to 2026-12-31)" in scheduled[0]
+    assert not [w for w in r.report.warnings if w.kind == "recent_change" and "Prior Authorization" in w.message]
+
+
+def test_recent_change_window_is_configurable(demo_db, embed_model):
+    # POL-ER version 2 took effect 2025-10-01, 424 days before today: not recent at 365 days.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-ER"])
+    quiet = resolver(demo_db)
+    quiet.postprocess_nodes(nodes)
+    assert not [w for w in quiet.report.warnings if w.kind == "recent_change"]
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-ER"])
+    loud = resolver(demo_db, recent_change_days=500)
+    loud.postprocess_nodes(nodes)
+    (w,) = [w for w in loud.report.warnings if w.kind == "recent_change"]
+    assert "version 1 (in force 2024-01-01 to 2025-09-30)" in w.message
+
+
+def test_non_policy_chunks_pass_through_and_ids_are_unique(demo_db, embed_model):
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    notes_before = [n.node.node_id for n in nodes if n.node.metadata["source_type"] != "policy"]
+    out = resolver(demo_db).postprocess_nodes(nodes)
+    notes_after = [n.node.node_id for n in out if n.node.metadata["source_type"] != "policy"]
+    assert notes_after == notes_before
+    ids = [n.node.node_id for n in out]
+    assert len(ids) == len(set(ids))
+
+
+def test_async_postprocess_gives_the_same_context(demo_db, embed_model):
+    # The base class runs the sync body in a thread; the scope contextvar must travel with it.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    sync_ids = [n.node.node_id for n in resolver(demo_db).postprocess_nodes(list(nodes))]
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    async_ids = [n.node.node_id for n in asyncio.run(resolver(demo_db).apostprocess_nodes(nodes))]
+    assert async_ids == sync_ids
+
+
+def test_display_window_shows_last_day_in_force():
+    assert display_window(date(2024, 1, 1), date(2026, 1, 1)) == ("2024-01-01", "2025-12-31")
+    assert display_window("2026-01-01", "9999-12-31") == ("2026-01-01", None)
+    assert display_window("2026-01-01", None) == ("2026-01-01", None)
+
+
+# -- permissions ----------------------------------------------------------------------------
+
+
+def test_lookup_never_returns_what_the_caller_cannot_see(demo_db):
+    lookup = VersionLookup(demo_db)
+    # POL-PA is internal: a public-only caller gets nothing, not even that versions exist.
+    assert lookup.versions(["POL-PA"], ("public",), False) == {}
+    assert lookup.section("POL-PA", 2, "decision-timeframes", ("public",), False) is None
+    assert lookup.sections("POL-PA", 1, ("public",), False) == []
+    # The same calls with clearance see both versions.
+    seen = lookup.versions(["POL-PA"], REP.levels, REP.sensitive)["POL-PA"]
+    assert [v.version for v in seen] == [1, 2]
+    assert lookup.section("POL-PA", 2, "decision-timeframes", REP.levels, REP.sensitive) is not None
+
+
+def test_resolver_does_not_invent_a_version_the_caller_cannot_see(demo_db, embed_model):
+    # A POL-PA chunk reaching a public-only caller's context (it can't through retrieval) is
+    # dropped: the lookup finds no visible version, and no other version is fetched for it.
+    nodes = [n for n in retrieve(demo_db, embed_model, SUITE["questions"]["POL-PA"]) if doc_id_of(n.node) == "POL-PA"]
+    assert nodes
+    public = Clearance(role="test", levels=("public",), sensitive=False)
+    r = resolver(demo_db, clearance=public, dates={"date_of_service": date(2027, 2, 1)})
+    out = r.postprocess_nodes(nodes)
+    assert out == [] and r.report.swaps == [] and r.report.applied == []
+    assert {d["reason"] for d in r.report.dropped} == {"no visible version"}
+
+
+def test_every_lookup_statement_carries_the_access_predicate(demo_db, embed_model):
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    statements: list[str] = []
+
+    def spy(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    owner_statements: list[str] = []
+
+    def owner_spy(conn, cursor, statement, parameters, context, executemany):
+        owner_statements.append(statement)
+
+    event.listen(demo_db.app, "before_cursor_execute", spy)
+    event.listen(demo_db.owner, "before_cursor_execute", owner_spy)
+    try:
+        lookup = VersionLookup(demo_db)
+        r = VersionResolver(lookup=lookup, levels=REP.levels, sensitive=REP.sensitive,
+                            dates={"date_of_service": date(2025, 11, 3)}, today=TODAY)
+        out = r.postprocess_nodes(nodes)
+        ConflictFlagger(lookup=lookup, levels=REP.levels, sensitive=REP.sensitive).postprocess_nodes(out)
+        compare_versions(lookup, "POL-TF", REP.levels, REP.sensitive, today=TODAY)
+    finally:
+        event.remove(demo_db.app, "before_cursor_execute", spy)
+        event.remove(demo_db.owner, "before_cursor_execute", owner_spy)
+    reads = [s for s in statements if "document_versions" in s or "data_chunks" in s]
+    assert any("document_versions" in s for s in reads) and any("data_chunks" in s for s in reads)
+    for s in reads:
+        where = s[s.upper().index("WHERE"):]
+        assert "access_level" in where, s
+        assert "%(" in where or "$" in where  # bound parameters, never interpolated values
+    assert owner_statements == []
+
+
+def test_a_version_hidden_from_the_caller_is_never_stood_in_for(make_db, embed_model, settings, tmp_path):
+    """POL-TF version 2 marked sensitive: a rep can read version 1 only.
+
+    Versions of one policy must share their access level (ingest refuses otherwise), but the
+    sensitivity flag may differ, which is how a caller can see one version and not the next.
+    """
+    from policydesk.ingest import ingest_directory
+
+    corpus = tmp_path / "corpus"
+    (corpus / "policies").mkdir(parents=True)
+    manifest = yaml.safe_load((CORPUS / "manifest.yaml").read_text())
+    sources = [s for s in manifest["sources"] if s["id"] == "POL-TF"]
+    for s in sources:
+        shutil.copy(CORPUS / s["file"], corpus / s["file"])
+        s["related_policies"] = []
+        s["sensitive"] = s["version"] == 2
+    (corpus / "manifest.yaml").write_text(yaml.safe_dump({"sources": sources}, sort_keys=False))
+    db = make_db()
+    ingest_directory(db, corpus, embed_model, settings)
+    question = SUITE["questions"]["POL-TF"]
+
+    lookup = VersionLookup(db)
+    assert [v.version for v in lookup.versions(["POL-TF"], REP.levels, REP.sensitive)["POL-TF"]] == [1]
+    assert lookup.section("POL-TF", 2, "filing-limit", REP.levels, REP.sensitive) is None
+
+    # No date: the version in force today is hidden, so nothing of POL-TF is left (no v1 stand-in).
+    nodes = retrieve(db, embed_model, question, REP)
+    assert versions_in_context(nodes, "POL-TF") == {1}
+    r = resolver(db, clearance=REP)
+    assert versions_in_context(r.postprocess_nodes(nodes), "POL-TF") == set()
+    assert r.report.swaps == [] and r.report.applied == []
+    # A 2026 date of service: version 2 applied but is hidden; version 1 is not stood in for it.
+    nodes = retrieve(db, embed_model, question, REP)
+    r = resolver(db, clearance=REP, dates={"date_of_service": date(2026, 6, 1)})
+    assert versions_in_context(r.postprocess_nodes(nodes), "POL-TF") == set()
+    # A 2025 date of service: version 1 applied and is visible.
+    nodes = retrieve(db, embed_model, question, REP)
+    r = resolver(db, clearance=REP, dates={"date_of_service": date(2025, 6, 1)})
+    assert versions_in_context(r.postprocess_nodes(nodes), "POL-TF") == {1}
+    # Cleared for sensitive sources, the same 2026 date gets version 2.
+    nodes = retrieve(db, embed_model, question, COMPLIANCE)
+    r = resolver(db, clearance=COMPLIANCE, dates={"date_of_service": date(2026, 6, 1)})
+    assert versions_in_context(r.postprocess_nodes(nodes), "POL-TF") == {2}
