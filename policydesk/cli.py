@@ -203,6 +203,15 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
         serve(host=host, port=port)
 
 
+def _register_optional_commands() -> None:
+    from policydesk.evals.cli import eval_command
+
+    app.command("eval", help="Run the golden set against the full system and the naive baseline.")(eval_command)
+
+
+_register_optional_commands()
+
+
 def main() -> None:  # pragma: no cover
     app()
 

@@ -1,0 +1,74 @@
+"""Calibrate the abstention threshold (settings.ABSTAIN_MIN_SIMILARITY) on the golden set.
+
+For each item, the best dense cosine similarity is the number the pipeline compares with the
+threshold: `HybridRetriever.search(question).best_similarity` under the item's role clearance
+(the best over question parts). The threshold must abstain on none of the answerable items and
+should abstain on out-of-scope ones that slip past the early refusal screen. We take the midpoint
+of the gap between the strongest out-of-scope item and the weakest answerable item, rounded down
+to 0.05, and never above the weakest answerable item minus SAFETY_MARGIN.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from policydesk.access import clearance_for
+from policydesk.retrievers import HybridRetriever, chunk_vector_store
+
+SAFETY_MARGIN = 0.02  # room for embedding noise between runs and model versions
+
+
+@dataclass
+class Calibration:
+    similarities: dict[str, float | None] = field(default_factory=dict)  # item id -> best dense similarity
+    answerable: dict[str, float] = field(default_factory=dict)
+    refuse: dict[str, float] = field(default_factory=dict)
+    out_of_scope: dict[str, float] = field(default_factory=dict)  # refuse items whose kind is out_of_scope
+    current: float = 0.0
+    recommended: float | None = None
+
+    def abstains(self, threshold: float, group: dict[str, float]) -> list[str]:
+        return sorted(i for i, s in group.items() if s < threshold)
+
+    def to_json(self) -> dict:
+        return {
+            "current": self.current,
+            "recommended": self.recommended,
+            "margin": SAFETY_MARGIN,
+            "answerable_min": min(self.answerable.values(), default=None),
+            "answerable_max": max(self.answerable.values(), default=None),
+            "out_of_scope": self.out_of_scope,
+            "refuse": self.refuse,
+            "answerable": self.answerable,
+            "current_abstains_answerable": self.abstains(self.current, self.answerable),
+            "current_abstains_out_of_scope": self.abstains(self.current, self.out_of_scope),
+            "recommended_abstains_answerable": (self.abstains(self.recommended, self.answerable)
+                                                if self.recommended is not None else None),
+            "recommended_abstains_out_of_scope": (self.abstains(self.recommended, self.out_of_scope)
+                                                  if self.recommended is not None else None),
+        }
+
+
+def calibrate(db, settings, golden, embed_model, *, k: int = 8) -> Calibration:
+    store = chunk_vector_store(db)
+    cal = Calibration(current=settings.ABSTAIN_MIN_SIMILARITY)
+    for item in golden.items:
+        c = clearance_for(item.role)
+        retriever = HybridRetriever(store, embed_model, levels=c.levels, sensitive=c.sensitive, top_k=k)
+        best = retriever.search(item.question).best_similarity
+        cal.similarities[item.id] = best
+        if best is None:
+            continue
+        if item.expect_refusal:
+            cal.refuse[item.id] = best
+            if item.refusal_kind == "out_of_scope":
+                cal.out_of_scope[item.id] = best
+        else:
+            cal.answerable[item.id] = best
+    if cal.answerable:
+        ceiling = min(cal.answerable.values()) - SAFETY_MARGIN
+        floor_ = max(cal.out_of_scope.values(), default=0.0)
+        midpoint = (floor_ + min(cal.answerable.values())) / 2
+        cal.recommended = round(min(math.floor(midpoint * 20) / 20, math.floor(ceiling * 100) / 100), 2)
+    return cal

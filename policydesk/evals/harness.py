@@ -1,0 +1,346 @@
+"""Run the golden set through the full system and the naive baseline, and the leak matrix.
+
+    run = run_eval(db, settings, load_golden(), embed_model=embed, llm=llm, k=8)
+    write_results(run, Path("evals/results"))
+
+Full system = `AskPipeline.ask(AskRequest(kind="eval"))`, so every eval request is traced with
+kind "eval" by the pipeline itself. Baseline = `policydesk.evals.baseline.NaiveBaseline`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from policydesk.access import ROLES
+from policydesk.evals import metrics as M
+from policydesk.evals.baseline import NaiveBaseline
+from policydesk.evals.calibrate import Calibration, calibrate
+from policydesk.evals.golden import BUCKETS, Golden, GoldenItem, check_against_db, load_golden
+from policydesk.evals.grader import grade_groundedness, live_provider
+from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
+
+SYSTEMS = ("full", "baseline")
+EVAL_USER_PREFIX = "eval-"
+MAX_FALLBACK_RETRIES = 2
+
+
+def eval_user(role: str) -> str:
+    return f"{EVAL_USER_PREFIX}{role}"
+
+
+def ensure_eval_users(db) -> dict[str, str]:
+    """One eval user per role, created through the owner engine if missing."""
+    from policydesk.users import add_user, get_user, set_role
+
+    with Session(db.owner) as session, session.begin():
+        for role in ROLES:
+            name = eval_user(role)
+            user = get_user(session, name=name)
+            if user is None:
+                add_user(session, name=name, role=role)
+            elif user.role != role:
+                set_role(session, name=name, role=role)
+    return {r: eval_user(r) for r in ROLES}
+
+
+@dataclass
+class ItemRecord:
+    """One golden item through one system."""
+
+    item_id: str
+    system: str
+    bucket: str
+    role: str
+    question: str
+    dates: dict
+    expect_refusal: bool
+    context_ids: list[str] = field(default_factory=list)
+    cited_ids: list[str] = field(default_factory=list)
+    cited_versions: list[tuple[str, int]] = field(default_factory=list)
+    answer: str = ""
+    refused: bool = False
+    refusal_reason: str | None = None
+    abstained: bool = False
+    abstain_reason: str | None = None
+    degraded: bool = False
+    retries: int = 0
+    error: str | None = None
+    trace_id: str | None = None
+    versions_applied: list = field(default_factory=list)
+    # metrics
+    recall: float | None = None
+    mrr: float | None = None
+    ndcg: float | None = None
+    right_version: bool | None = None
+    key_fact: bool | None = None
+    versions_match: bool | None = None
+    citations_in_context: bool | None = None
+    correct_and_cited: bool | None = None
+    declined: bool = False
+    grounded: bool | None = None
+    leaks: dict = field(default_factory=dict)
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.answer) and not (self.refused or self.abstained or self.error)
+
+    def score(self, item: GoldenItem, k: int) -> None:
+        self.declined = not self.answered
+        if item.expect_refusal:
+            self.correct_and_cited = self.declined
+            return
+        ranked = self.context_ids
+        self.recall = M.recall_at_k(ranked, item.expected_sections, k)
+        self.mrr = M.reciprocal_rank(ranked[:k], item.expected_sections)
+        self.ndcg = M.ndcg_at_k(ranked, item.expected_sections, k)
+        self.right_version = M.right_version_in_context(ranked, item.expected_version)
+        self.key_fact = self.answered and M.key_facts_present(self.answer, item.expected_key_facts)
+        self.versions_match = self.answered and M.cited_versions_match(self.cited_versions, item.expected_version)
+        self.citations_in_context = self.answered and bool(self.cited_ids) and set(self.cited_ids) <= set(ranked)
+        self.correct_and_cited = bool(self.key_fact and self.versions_match and self.citations_in_context)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["cited_versions"] = [list(x) for x in self.cited_versions]
+        return d
+
+
+@dataclass
+class EvalRun:
+    run_id: str
+    started_at: str
+    golden_path: str | None
+    reference_date: str | None
+    k: int
+    model: str
+    embedding: str
+    extractive: bool
+    items: list[GoldenItem]
+    records: list[ItemRecord] = field(default_factory=list)
+    leaks: LeakMatrix = field(default_factory=LeakMatrix)
+    calibration: Calibration | None = None
+    summary: dict = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    repeats: int = 1
+    elapsed_s: float = 0.0
+    corpus: str | None = None
+
+    @property
+    def degraded_items(self) -> list[str]:
+        return sorted({f"{r.system}:{r.item_id}" for r in self.records if r.degraded})
+
+    @property
+    def clean(self) -> bool:
+        return not self.degraded_items
+
+    @property
+    def leak_total(self) -> int:
+        return self.leaks.total
+
+    @property
+    def passed(self) -> bool:
+        return self.leak_total == 0
+
+    def record(self, system: str, item_id: str) -> ItemRecord:
+        return next(r for r in self.records if r.system == system and r.item_id == item_id)
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+def _progress(iterable, total: int, desc: str, enabled: bool):
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit="q", leave=False)
+
+
+def _full_record(pipeline, item: GoldenItem, role: str, user: str) -> tuple[ItemRecord, Any]:
+    from policydesk.pipeline import AskRequest
+
+    result = pipeline.ask(AskRequest(user_name=user, question=item.question, dates=item.date_inputs(), kind="eval"))
+    rec = ItemRecord(item_id=item.id, system="full", bucket=item.bucket, role=role, question=item.question,
+                     dates=item.dates, expect_refusal=item.expect_refusal)
+    rec.context_ids = list(result.context_ids)
+    rec.cited_ids = [c.chunk_id for c in result.citations]
+    rec.cited_versions = [(c.doc_id, int(c.version)) for c in result.citations]
+    rec.answer = result.answer or ""
+    rec.refused, rec.refusal_reason = result.refused, result.refusal_reason
+    rec.abstained, rec.abstain_reason = result.abstained, result.abstain_reason
+    rec.degraded, rec.error = result.degraded, result.error
+    rec.trace_id = str(result.trace_id) if result.trace_id else None
+    rec.versions_applied = list(result.versions_applied)
+    return rec, result
+
+
+def _baseline_record(baseline: NaiveBaseline, item: GoldenItem) -> tuple[ItemRecord, Any]:
+    out = baseline.ask(item.question, item.role, item.dates)
+    rec = ItemRecord(item_id=item.id, system="baseline", bucket=item.bucket, role=item.role, question=item.question,
+                     dates=item.dates, expect_refusal=item.expect_refusal)
+    rec.context_ids = out.context_ids
+    rec.cited_ids = out.cited_ids
+    rec.cited_versions = out.cited_versions
+    rec.answer = out.answer if out.answered else ""
+    rec.abstained = not out.answered and not out.degraded
+    rec.abstain_reason = out.abstain_reason
+    rec.degraded, rec.error = out.degraded, out.error
+    return rec, out
+
+
+def _with_retries(fn, retry: bool):
+    rec, raw = fn()
+    tries = 0
+    while retry and rec.degraded and tries < MAX_FALLBACK_RETRIES:
+        tries += 1
+        time.sleep(min(2 ** tries, 10))  # quota-style failures clear with time
+        rec, raw = fn()
+    rec.retries = tries
+    return rec, raw
+
+
+def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: int = 8,
+             retry_fallbacks: bool = False, progress: bool = True, leak_matrix: bool = True,
+             repeats: int = 1, do_calibrate: bool = True, corpus: str | None = None) -> EvalRun:
+    from policydesk.pipeline import AskPipeline
+    from policydesk.providers import is_extractive
+
+    t0 = time.perf_counter()
+    if not isinstance(golden, Golden):
+        golden = load_golden(golden)
+    check_against_db(golden, db)
+    users = ensure_eval_users(db)
+    live = live_provider(settings) and not is_extractive(llm)
+    run = EvalRun(
+        run_id=new_run_id(), started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        golden_path=str(golden.path) if golden.path else None,
+        reference_date=golden.reference_date.isoformat() if golden.reference_date else None,
+        k=k, model=llm.metadata.model_name, embedding=type(embed_model).__name__,
+        extractive=is_extractive(llm), items=list(golden.items), repeats=repeats if live else 1, corpus=corpus,
+    )
+    if not live:
+        run.skipped.append("groundedness grader: skipped (offline; needs a live provider, POLICYDESK_GEMINI_API_KEY)")
+        if repeats > 1:
+            run.skipped.append(f"--repeats {repeats}: skipped (offline answers are deterministic; needs a live provider)")
+    eval_settings = settings.model_copy(update={"TOP_K": k})
+    pipeline = AskPipeline(db, eval_settings, embed_model, llm, today=golden.reference_date)
+    baseline = NaiveBaseline(db, embed_model, llm, k=k)
+    catalog = ChunkCatalog(db)
+
+    for rep in range(run.repeats):
+        for item in _progress(golden.items, len(golden.items), f"golden (repeat {rep + 1})", progress):
+            full, _ = _with_retries(lambda: _full_record(pipeline, item, item.role, users[item.role]), retry_fallbacks)
+            base, base_raw = _with_retries(lambda: _baseline_record(baseline, item), retry_fallbacks)
+            for rec in (full, base):
+                rec.score(item, k)
+                if rep:
+                    rec.item_id = f"{item.id}#r{rep + 1}"
+            # Baseline runs under the same predicate: count its leaks too, outside the matrix.
+            base.leaks = {s: v for s, v in LeakMatrix().record(
+                catalog, item.role, item.id, base.context_ids, base_raw.prompts, base.answer, base.cited_ids).items()}
+            if live:
+                for rec, texts in ((full, None), (base, base_raw.cited_texts)):
+                    if rec.answered:
+                        rec.grounded = grade_groundedness(llm, item.question, rec.answer,
+                                                          texts if texts is not None else _cited_texts(catalog, rec))
+            run.records += [full, base]
+
+    if leak_matrix:
+        pairs = [(item, role) for item in golden.items for role in ROLES]
+        for item, role in _progress(pairs, len(pairs), "leak matrix", progress):
+            _, result = _full_record(pipeline, item, role, users[role])
+            found = run.leaks.record(catalog, role, item.id, result.context_ids, result.prompts,
+                                     result.answer or "", [c.chunk_id for c in result.citations])
+            if item.role == role:
+                run.record("full", item.id).leaks = found
+    if do_calibrate:
+        run.calibration = calibrate(db, settings, golden, embed_model, k=k)
+    run.summary = summarize(run)
+    run.elapsed_s = round(time.perf_counter() - t0, 1)
+    return run
+
+
+def _cited_texts(catalog: ChunkCatalog, rec: ItemRecord) -> list[str]:
+    return [catalog.chunks[c].text for c in rec.cited_ids if c in catalog.chunks]
+
+
+def _system_summary(records: list[ItemRecord], items: dict[str, GoldenItem]) -> dict:
+    answerable = [r for r in records if not r.expect_refusal]
+    refusal = M.RefusalCounts()
+    for r in records:
+        refusal.add(r.expect_refusal, r.declined)
+    return {
+        "n": len(records),
+        "recall_at_k": M.mean(r.recall for r in answerable),
+        "mrr": M.mean(r.mrr for r in answerable),
+        "ndcg_at_k": M.mean(r.ndcg for r in answerable),
+        "right_version_in_context": M.mean(r.right_version for r in answerable),
+        "correct_and_cited": M.mean(r.correct_and_cited for r in answerable),
+        "key_fact_only": M.mean(r.key_fact for r in answerable),
+        "refusal_precision": refusal.precision,
+        "refusal_recall": refusal.recall,
+        "over_refusal_rate": refusal.over_refusal,
+        "refusal_counts": asdict(refusal),
+        "grounded": M.mean(r.grounded for r in records if r.grounded is not None),
+        "degraded": sum(r.degraded for r in records),
+    }
+
+
+def summarize(run: EvalRun) -> dict:
+    items = {i.id: i for i in run.items}
+    out: dict[str, Any] = {"overall": {}, "buckets": {}}
+    for system in SYSTEMS:
+        recs = [r for r in run.records if r.system == system]
+        out["overall"][system] = _system_summary(recs, items)
+        for b in BUCKETS:
+            brecs = [r for r in recs if r.bucket == b]
+            if brecs:
+                out["buckets"].setdefault(b, {})[system] = _system_summary(brecs, items)
+    out["leaks"] = run.leaks.to_json()
+    out["leak_total"] = run.leak_total
+    out["clean"] = run.clean
+    out["degraded_items"] = run.degraded_items
+    out["failures"] = {s: sorted(r.item_id for r in run.records if r.system == s and not r.correct_and_cited)
+                       for s in SYSTEMS}
+    return out
+
+
+def bucket_score(summary: dict, bucket: str, system: str) -> float | None:
+    """The one number per bucket in the charts: correct-and-cited, or refusal recall for must_refuse."""
+    s = summary["buckets"].get(bucket, {}).get(system)
+    if not s:
+        return None
+    return s["refusal_recall"] if bucket == "must_refuse" else s["correct_and_cited"]
+
+
+def run_to_json(run: EvalRun) -> dict:
+    return {
+        "run_id": run.run_id, "started_at": run.started_at, "golden": run.golden_path, "corpus": run.corpus,
+        "reference_date": run.reference_date, "k": run.k, "model": run.model, "embedding": run.embedding,
+        "extractive": run.extractive, "repeats": run.repeats, "clean": run.clean, "leak_total": run.leak_total,
+        "skipped": run.skipped, "elapsed_s": run.elapsed_s, "summary": run.summary,
+        "calibration": run.calibration.to_json() if run.calibration else None,
+    }
+
+
+def write_results(run: EvalRun, results_dir: Path) -> Path:
+    from policydesk.evals.report import render_html, render_summary_md
+
+    out = Path(results_dir) / run.run_id
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "items.jsonl").open("w", encoding="utf-8") as fh:
+        for rec in run.records:
+            fh.write(json.dumps(rec.to_json(), sort_keys=True) + "\n")
+    (out / "run.json").write_text(json.dumps(run_to_json(run), indent=2, sort_keys=True), encoding="utf-8")
+    (out / "summary.md").write_text(render_summary_md(run), encoding="utf-8")
+    (out / "report.html").write_text(render_html(run), encoding="utf-8")
+    return out

@@ -1,0 +1,106 @@
+"""The eval harness on a CI slice of the golden set: full system vs naive baseline, and leaks.
+
+Ten hand-labelled items across the buckets, against the real demo database (no mocks). The full
+system must beat the naive baseline where the design says it should (stale policy versions,
+must-refuse questions), and no role may see a chunk above its clearance anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from policydesk.access import ROLES
+from policydesk.evals.golden import BUCKETS, DEFAULT_GOLDEN, check_against_db, load_golden
+from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
+
+CI_SLICE = [
+    "easy-01", "cross-05", "conflict-01", "conflict-03",
+    "stale-01", "stale-04", "stale-07",
+    "refuse-01", "refuse-03", "refuse-05",
+]
+
+
+@pytest.fixture(scope="module")
+def ci_run(demo_db, settings, embed_model):
+    from policydesk.evals.harness import run_eval
+    from policydesk.synthesis.extractive import ExtractiveAnswerer
+
+    golden = load_golden(DEFAULT_GOLDEN).only(CI_SLICE)
+    return run_eval(demo_db, settings, golden, embed_model=embed_model, llm=ExtractiveAnswerer(), k=8,
+                    progress=False, do_calibrate=False)
+
+
+def test_golden_set_has_ten_labelled_items_per_bucket_that_exist_in_the_index(demo_db):
+    golden = load_golden(DEFAULT_GOLDEN)
+    assert len(golden.items) == 50
+    assert {b: sum(i.bucket == b for i in golden.items) for b in BUCKETS} == {b: 10 for b in BUCKETS}
+    check_against_db(golden, demo_db)  # raises on a chunk id or version the corpus doesn't hold
+
+
+def test_ci_slice_spans_buckets():
+    items = load_golden(DEFAULT_GOLDEN).only(CI_SLICE).items
+    buckets = [i.bucket for i in items]
+    assert set(buckets) == set(BUCKETS)
+    assert buckets.count("stale_policy") >= 2 and buckets.count("must_refuse") >= 2
+
+
+def test_full_system_beats_baseline_on_stale_policy_correct_and_cited(ci_run):
+    full = ci_run.summary["buckets"]["stale_policy"]["full"]["correct_and_cited"]
+    base = ci_run.summary["buckets"]["stale_policy"]["baseline"]["correct_and_cited"]
+    assert full > base, (full, base)
+
+
+def test_full_system_beats_baseline_on_must_refuse_recall(ci_run):
+    full = ci_run.summary["buckets"]["must_refuse"]["full"]["refusal_recall"]
+    base = ci_run.summary["buckets"]["must_refuse"]["baseline"]["refusal_recall"]
+    assert full > base, (full, base)
+    assert full == 1.0
+
+
+def test_no_leaks_for_any_role_in_retrieval_prompts_or_answers(ci_run):
+    matrix = ci_run.leaks.to_json()
+    assert {r: matrix[r]["questions"] for r in ROLES} == {r: len(CI_SLICE) for r in ROLES}
+    assert ci_run.leak_total == 0, matrix
+    assert ci_run.passed
+
+
+def test_eval_requests_are_traced_with_kind_eval(ci_run, demo_db):
+    from sqlalchemy import text
+
+    trace_ids = [r.trace_id for r in ci_run.records if r.system == "full"]
+    with demo_db.owner.connect() as conn:
+        kinds = conn.execute(text("SELECT DISTINCT kind FROM traces WHERE id::text = ANY(:ids)"),
+                             {"ids": trace_ids}).scalars().all()
+    assert kinds == ["eval"]
+
+
+def test_offline_run_is_clean_and_says_grader_was_skipped(ci_run):
+    assert ci_run.clean
+    assert any("groundedness grader: skipped" in s for s in ci_run.skipped)
+
+
+def test_leak_detector_finds_restricted_text_when_it_is_present(demo_db):
+    # Pins that the zero above is not vacuous: the same detector flags a restricted chunk's id
+    # and text, and a citation of it, when they do appear.
+    catalog = ChunkCatalog(demo_db)
+    siu = "POL-SIU:v1:case-scoring-threshold"
+    matrix = LeakMatrix()
+    found = matrix.record(catalog, "rep", "probe", [siu], [catalog.chunks[siu].text], "", [siu])
+    assert found == {"retrieval": [siu], "prompt": [siu], "answer": [siu]}
+    assert matrix.cells["rep"].total == 3
+    ok = LeakMatrix().record(catalog, "supervisor", "probe", [siu], [catalog.chunks[siu].text], "", [siu])
+    assert ok == {"retrieval": [], "prompt": [], "answer": []}
+
+
+def test_results_folder_has_items_summary_and_self_contained_report(ci_run, tmp_path):
+    from policydesk.evals.harness import write_results
+
+    out = write_results(ci_run, tmp_path)
+    lines = (out / "items.jsonl").read_text().splitlines()
+    assert len(lines) == 2 * len(CI_SLICE)
+    assert {json.loads(line)["system"] for line in lines} == {"full", "baseline"}
+    assert "Leak matrix" in (out / "summary.md").read_text()
+    report = (out / "report.html").read_text()
+    assert "<svg" in report and "<script" not in report and "http" not in report.replace("http://www.w3.org/2000/svg", "")
