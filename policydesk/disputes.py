@@ -1,0 +1,250 @@
+"""Disputes: find what was said, see it exactly, check it against the member's date, replay it.
+
+A service for compliance reviewers (the web layer enforces who may call it; nothing here knows
+about HTTP). Every search, open, check and replay writes an audit_log row naming the reviewer.
+Only the replay calls the model, through the same pipeline and permission filter as any ask.
+
+Verdicts are computed in code from effective dates and SHA-256 hashes, never by a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import insert, select, text
+from sqlalchemy.orm import Session
+
+from policydesk.access import Clearance, clearance_for
+from policydesk.postprocessors import VersionLookup
+from policydesk.postprocessors.window import in_force_on, window_text
+from policydesk.storage.models import AuditEntry, Trace
+from policydesk.storage.scope import permitted_scope
+
+# How a date basis is named on the disputes page ("which date is meant").
+BASIS_LABELS = {"date_of_service": "Date of service", "denial_notice_date": "Date on the denial notice"}
+SEARCH_LIMIT = 50
+AUDIT_LIMIT = 200
+
+RIGHT = "right"
+WRONG = "wrong_version"
+EDITED = "edited"
+MISSING = "section_missing"
+NONE_IN_FORCE = "none_in_force"
+
+
+def basis_label(basis: str | None) -> str:
+    return BASIS_LABELS.get(basis or "", "Date (this source names no date basis)")
+
+
+def sha256_text(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+# -- audit --------------------------------------------------------------------------------------
+
+def audit(db, *, actor: str, action: str, target: str = "", details: dict[str, Any] | None = None) -> None:
+    """One audit_log row, in its own transaction on the application engine (INSERT is granted)."""
+    with db.app.begin() as conn:
+        conn.execute(insert(AuditEntry).values(actor=actor, action=action, target=target, details=details or {}))
+
+
+def audit_entries(db, *, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+    with Session(db.app) as session:
+        return list(session.scalars(select(AuditEntry).order_by(AuditEntry.at.desc(), AuditEntry.id.desc()).limit(limit)))
+
+
+# -- find ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hit:
+    id: uuid.UUID
+    created_at: datetime
+    user_name: str
+    user_role: str
+    question: str
+    answer_text: str
+    refused: bool
+    abstained: bool
+    dates: dict
+
+
+_SEARCH_SQL = """
+    SELECT id, created_at, user_name, user_role, question, answer_text, refused, abstained, dates
+    FROM traces
+    WHERE kind = 'ask'
+      AND (CAST(:words AS text) IS NULL OR search_tsv @@ websearch_to_tsquery('english', CAST(:words AS text)))
+      AND (CAST(:staff AS text) IS NULL OR user_name = CAST(:staff AS text))
+      AND (CAST(:asked_from AS timestamptz) IS NULL OR created_at >= CAST(:asked_from AS timestamptz))
+      AND (CAST(:asked_before AS timestamptz) IS NULL OR created_at < CAST(:asked_before AS timestamptz))
+    ORDER BY created_at DESC
+    LIMIT :limit
+"""
+
+
+def search(db, words: str | None, staff: str | None, asked_from: date | None, asked_to: date | None,
+           *, reviewer: str, limit: int = SEARCH_LIMIT) -> list[Hit]:
+    """Asks (never replays or eval runs) matching the words, staff member and asked-on dates (inclusive)."""
+    words = (words or "").strip() or None
+    staff = (staff or "").strip() or None
+    params = {
+        "words": words,
+        "staff": staff,
+        "asked_from": _day_start(asked_from),
+        "asked_before": _day_start(asked_to + timedelta(days=1)) if asked_to else None,
+        "limit": limit,
+    }
+    with db.app.connect() as conn:
+        rows = conn.execute(text(_SEARCH_SQL), params).all()
+    hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
+                r.dates or {}) for r in rows]
+    audit(db, actor=reviewer, action="search", details={
+        "words": words, "staff": staff,
+        "asked_from": asked_from.isoformat() if asked_from else None,
+        "asked_to": asked_to.isoformat() if asked_to else None,
+        "results": len(hits),
+    })
+    return hits
+
+
+def _day_start(d: date | None) -> datetime | None:
+    return datetime.combine(d, time.min, tzinfo=timezone.utc) if d else None
+
+
+# -- see it exactly -----------------------------------------------------------------------------
+
+def open(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:  # noqa: A001 - the service verb
+    """The stored trace, exactly as recorded. Logged whether or not it exists."""
+    with Session(db.app) as session:
+        trace = session.get(Trace, trace_id)
+        if trace is not None:
+            session.expunge(trace)
+    audit(db, actor=reviewer, action="open", target=str(trace_id), details={"found": trace is not None})
+    return trace
+
+
+def replays_of(db, trace_id: uuid.UUID) -> list[Trace]:
+    with Session(db.app) as session:
+        rows = list(session.scalars(select(Trace).where(Trace.replay_of == trace_id).order_by(Trace.created_at)))
+        for r in rows:
+            session.expunge(r)
+    return rows
+
+
+# -- check it against the member's date ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verdict:
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    cited_version: int
+    cited_window: str
+    basis: str | None
+    basis_label: str
+    member_date: date
+    kind: str  # right | wrong_version | edited | section_missing | none_in_force
+    text: str
+    applied_version: int | None = None
+    applied_window: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == RIGHT
+
+
+_CURRENT_CHUNK_SQL = text(
+    "SELECT text FROM data_chunks WHERE node_id = :chunk_id "
+    "AND metadata_->>'access_level' = ANY(:levels) AND (:sensitive OR NOT (metadata_->>'sensitive')::boolean)"
+)
+
+
+def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clearance | None = None) -> list[Verdict]:
+    """A verdict for each cited section: did the cited version apply on member_date, and is its text unchanged?
+
+    Reads versions and current text under the reviewer's clearance (compliance sees every level),
+    through the same permission-scoped reads the pipeline uses.
+    """
+    clearance = clearance or clearance_for("compliance")
+    citations = list(trace.citations or [])
+    lookup = VersionLookup(db)
+    versions = lookup.versions([c["doc_id"] for c in citations], clearance.levels, clearance.sensitive)
+    verdicts = []
+    for c in citations:
+        doc_versions = versions.get(c["doc_id"], [])
+        basis = doc_versions[0].date_basis if doc_versions else None
+        basis = basis if basis in BASIS_LABELS else None
+        cited_window = window_text(c["effective_from"], _stored_end(c.get("effective_to")))
+        common = dict(chunk_id=c["chunk_id"], doc_id=c["doc_id"], title=c["title"], section=c["section"],
+                      cited_version=int(c["version"]), cited_window=cited_window, basis=basis,
+                      basis_label=basis_label(basis), member_date=member_date)
+        applied = in_force_on(doc_versions, member_date)
+        if applied is None:
+            verdicts.append(Verdict(**common, kind=NONE_IN_FORCE, text="no version in force on that date"))
+            continue
+        applied_window = window_text(applied.effective_from, applied.effective_to)
+        common |= {"applied_version": applied.version, "applied_window": applied_window}
+        if applied.version != int(c["version"]):
+            verdicts.append(Verdict(**common, kind=WRONG, text=(
+                f"wrong policy version: version {applied.version} applied, {applied_window}")))
+            continue
+        current = _current_text(db, c["chunk_id"], clearance)
+        if current is None:
+            verdicts.append(Verdict(**common, kind=MISSING, text=(
+                "right version, but the cited section no longer exists in the indexed text")))
+        elif sha256_text(current) != c.get("text_sha256"):
+            verdicts.append(Verdict(**common, kind=EDITED, text="right version, but the section was edited since it was cited"))
+        else:
+            verdicts.append(Verdict(**common, kind=RIGHT, text="right version"))
+    audit(db, actor=reviewer, action="check", target=str(trace.id), details={
+        "member_date": member_date.isoformat(),
+        "verdicts": [{"chunk_id": v.chunk_id, "verdict": v.kind, "text": v.text} for v in verdicts],
+    })
+    return verdicts
+
+
+def _stored_end(effective_to: str | None) -> date | None:
+    """Citations store the last day in force (inclusive); window_text wants the exclusive end."""
+    if effective_to is None:
+        return None
+    return date.fromisoformat(effective_to) + timedelta(days=1)
+
+
+def _current_text(db, chunk_id: str, clearance: Clearance) -> str | None:
+    params = {"chunk_id": chunk_id, "levels": list(clearance.levels), "sensitive": clearance.sensitive}
+    with permitted_scope(clearance.levels, clearance.sensitive), db.app.connect() as conn:
+        row = conn.execute(_CURRENT_CHUNK_SQL, params).first()
+    return row.text if row else None
+
+
+def date_bases(db, trace: Trace, *, clearance: Clearance | None = None) -> list[str]:
+    """The date bases of the policies the answer cited (which date the member date means)."""
+    clearance = clearance or clearance_for("compliance")
+    doc_ids = [c["doc_id"] for c in trace.citations or []]
+    versions = VersionLookup(db).versions(doc_ids, clearance.levels, clearance.sensitive)
+    bases = [vs[0].date_basis for vs in versions.values() if vs and vs[0].date_basis in BASIS_LABELS]
+    if not bases:  # nothing cited with a basis (a refusal, a wiki answer): use what was entered, else service
+        bases = [b for b, v in (trace.dates or {}).items() if v and b in BASIS_LABELS] or ["date_of_service"]
+    return list(dict.fromkeys(bases))
+
+
+# -- replay -------------------------------------------------------------------------------------
+
+def replay(pipeline, trace: Trace, member_date: date, *, reviewer: str):
+    """Re-run the question for member_date with the ORIGINAL role's clearance; its own trace, linked."""
+    from policydesk.pipeline import AskRequest  # the pipeline sits beside this service, not below it
+
+    bases = date_bases(pipeline.db, trace)
+    result = pipeline.ask(AskRequest(
+        user_name=reviewer, question=trace.question, dates={b: member_date for b in bases},
+        kind="replay", replay_of=trace.id, as_role=trace.user_role,
+    ))
+    audit(pipeline.db, actor=reviewer, action="replay", target=str(trace.id), details={
+        "member_date": member_date.isoformat(), "bases": bases, "as_role": trace.user_role,
+        "replay_trace": str(result.trace_id) if result.trace_id else None,
+    })
+    return result

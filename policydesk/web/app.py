@@ -1,0 +1,112 @@
+"""The FastAPI app. Settings (and, in tests, the database and pipeline) go into the constructor,
+so each caller builds the app it needs (Datasette's `make_app_client` habit)."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
+
+from policydesk.config import Settings
+from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx
+from policydesk.web.routes import ask, auth, disputes, ops
+from policydesk.web.templating import TEMPLATES
+
+log = logging.getLogger(__name__)
+STATIC_DIR = Path(__file__).parent / "static"
+SESSION_COOKIE = "policydesk_session"
+SESSION_MAX_AGE = 8 * 60 * 60  # one working day
+
+
+def create_app(settings: Settings, *, db=None, pipeline=None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        owned = None
+        if app.state.db is None:
+            from policydesk.runtime import open_migrated
+
+            owned = app.state.db = open_migrated(settings)
+        if app.state.pipeline is None:
+            from policydesk.pipeline import build_pipeline
+
+            app.state.pipeline = build_pipeline(app.state.db, settings)
+        try:
+            yield
+        finally:
+            if owned is not None:
+                owned.dispose()
+
+    app = FastAPI(title="PolicyDesk", lifespan=lifespan, dependencies=[Depends(csrf_protect)],
+                  docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings = settings
+    app.state.db = db
+    app.state.pipeline = pipeline
+    app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY, session_cookie=SESSION_COOKIE,
+                       max_age=SESSION_MAX_AGE, same_site="lax", https_only=settings.ENVIRONMENT == "production")
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    for module in (auth, ask, disputes, ops):
+        app.include_router(module.router)
+
+    @app.get("/", include_in_schema=False)
+    def show_home() -> RedirectResponse:
+        return RedirectResponse("/ask", status_code=303)
+
+    _install_error_handlers(app)
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _error_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    # Rendered without the session helpers: an error page must render even when the database is down.
+    body = TEMPLATES.get_template("error.html").render({
+        "request": request, "status": status, "title": title, "message": message, "fragment": is_htmx(request),
+        "user": getattr(request.state, "user", None), "csrf_token": request.session.get("csrf"),
+        "csrf_field": CSRF_FIELD, "csrf_header": CSRF_HEADER, "severe": status >= 500,
+    })
+    return HTMLResponse(body, status_code=status)
+
+
+_TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 405: "Method not allowed",
+           422: "Check the form", 503: "Unavailable"}
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(NotSignedIn)
+    async def redirect_to_sign_in(request: Request, exc: NotSignedIn):
+        target = "/login?next=" + quote(request.url.path, safe="/")
+        if is_htmx(request):  # htmx follows HX-Redirect with a full page load
+            return HTMLResponse("", status_code=401, headers={"HX-Redirect": target})
+        if _wants_json(request):
+            return JSONResponse({"detail": "Sign in first."}, status_code=401)
+        return RedirectResponse(target, status_code=303)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def show_http_error(request: Request, exc: StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else "Something was wrong with that request."
+        if _wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+        return _error_page(request, exc.status_code, _TITLES.get(exc.status_code, "Error"), detail)
+
+    @app.exception_handler(DBAPIError)  # OperationalError is a DBAPIError; both land here
+    async def show_database_down(request: Request, exc: DBAPIError):
+        log.error("database error: %s", exc.__class__.__name__, exc_info=exc)
+        if isinstance(exc, OperationalError):
+            message = "The PolicyDesk database is not reachable right now. Nothing was answered or recorded; try again in a minute."
+        else:
+            message = "The PolicyDesk database could not complete this request. Nothing was answered or recorded; try again."
+        if _wants_json(request):
+            return JSONResponse({"detail": message, "status": "database_unavailable"}, status_code=503)
+        return _error_page(request, 503, "PolicyDesk is unavailable", message)
+

@@ -1,0 +1,1 @@
+"""Thin route modules: parse the request, call a service, render a view-model."""

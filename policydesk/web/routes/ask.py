@@ -1,0 +1,64 @@
+"""The ask page (every role): a question, optional dates, the answer with its versions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from policydesk.pipeline import DATE_BASES, AskRequest
+from policydesk.storage.models import Trace
+from policydesk.web.deps import CurrentUser, DbDep, PipelineDep
+from policydesk.web.templating import render
+from policydesk.web.views import answer_view, citation_url, date_fields, timelines, window_arrow
+
+router = APIRouter(tags=["ask"])
+
+
+@router.get("/ask")
+def show_ask(request: Request, user: CurrentUser, db: DbDep):
+    return render(request, "ask.html", {"fields": date_fields(db, user.clearance), "question": "", "view": None})
+
+
+@router.post("/ask")
+def ask_question(request: Request, user: CurrentUser, db: DbDep, pipeline: PipelineDep,
+                 question: Annotated[str, Form()] = "", date_of_service: Annotated[str, Form()] = "",
+                 denial_notice_date: Annotated[str, Form()] = ""):
+    values = {"date_of_service": date_of_service.strip(), "denial_notice_date": denial_notice_date.strip()}
+    ctx = {"fields": date_fields(db, user.clearance, values), "question": question, "view": None, "problem": None}
+    if not question.strip():
+        ctx["problem"] = "Type a question first."
+        return render(request, "ask.html", ctx, block="result", status_code=422)
+    dates = {b: values[b] for b in DATE_BASES if values.get(b)}
+    result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=dates))
+    citations = [c.model_dump() for c in result.citations]
+    trace_id = str(result.trace_id) if result.trace_id else None
+    view = answer_view(result.to_json(), citations,
+                       no_date=f"No date entered: versions in force today ({pipeline.today.isoformat()})",
+                       text_url=citation_url(trace_id) if trace_id else None)
+    if view.citations:
+        view.timelines = timelines(pipeline.lookup, citations, user.clearance, result.dates, pipeline.today, "Today")
+    ctx["view"] = view
+    return render(request, "ask.html", ctx, block="result", status_code=422 if result.error else 200)
+
+
+@router.get("/citations/{trace_id}/{chunk_id}")
+def show_citation(request: Request, user: CurrentUser, db: DbDep, trace_id: str, chunk_id: str):
+    """The cited text as stored in the caller's own trace: another user's trace is not found."""
+    try:
+        tid = uuid.UUID(trace_id)
+    except ValueError:
+        raise HTTPException(status_code=404, detail="No such citation.") from None
+    with Session(db.app) as session:
+        row = session.execute(select(Trace.citations, Trace.question).where(
+            Trace.id == tid, Trace.user_name == user.name)).first()
+    cite = next((c for c in (row.citations if row else []) if c.get("chunk_id") == chunk_id), None)
+    if cite is None:
+        raise HTTPException(status_code=404, detail="No such citation.")
+    return render(request, "citation.html", {
+        "question": row.question, "title": cite["title"], "section": cite["section"], "text": cite["text"],
+        "version_line": f"version {cite['version']} · {window_arrow(cite['effective_from'], cite.get('effective_to'))}",
+    }, block="text")

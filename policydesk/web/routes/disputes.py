@@ -1,0 +1,142 @@
+"""Disputes (compliance reviewers only): search, open, check against a member date, replay.
+
+The whole router depends on `require_compliance`: every other role gets 403 on every URL here,
+decided in code on each request from the role read from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import date
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from sqlalchemy.orm import Session
+
+from policydesk import disputes
+from policydesk.dates import DateInputError, parse_input_date
+from policydesk.storage.models import Trace
+from policydesk.web.deps import ComplianceUser, DbDep, PipelineDep, Staff, require_compliance
+from policydesk.web.templating import render
+from policydesk.web.views import answer_view, citation_url, dates_line, timelines
+
+router = APIRouter(prefix="/disputes", tags=["disputes"], dependencies=[Depends(require_compliance)])
+
+
+@router.get("")
+def search_answers(request: Request, reviewer: ComplianceUser, db: DbDep, words: str = "", staff: str = "",
+                   asked_from: str = "", asked_to: str = ""):
+    form = {"words": words, "staff": staff, "asked_from": asked_from, "asked_to": asked_to}
+    ctx = {"form": form, "hits": None, "problem": None}
+    if any(v.strip() for v in form.values()):
+        try:
+            start = parse_input_date(asked_from, "asked from")
+            end = parse_input_date(asked_to, "asked to")
+        except DateInputError as exc:
+            ctx["problem"] = str(exc)
+            return render(request, "disputes/search.html", ctx, block="results", status_code=422)
+        ctx["hits"] = disputes.search(db, words, staff, start, end, reviewer=reviewer.name)
+    return render(request, "disputes/search.html", ctx, block="results")
+
+
+@router.get("/audit")
+def list_audit(request: Request, reviewer: ComplianceUser, db: DbDep):
+    rows = [{
+        "at": e.at.strftime("%Y-%m-%d %H:%M:%S %Z").strip(), "actor": e.actor, "action": e.action, "target": e.target,
+        "target_url": f"/disputes/{e.target}" if e.action in ("open", "check", "replay") and e.target else None,
+        "details": json.dumps(e.details, sort_keys=True, default=str),
+    } for e in disputes.audit_entries(db)]
+    return render(request, "disputes/audit.html", {"rows": rows})
+
+
+@router.get("/{trace_id}")
+def open_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str):
+    trace = disputes.open(db, _trace_id(trace_id), reviewer=reviewer.name)
+    if trace is None:
+        raise HTTPException(status_code=404, detail="No answer with that id.")
+    return render(request, "disputes/answer.html", _answer_context(db, pipeline, reviewer, trace))
+
+
+@router.post("/{trace_id}/check")
+def check_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str,
+                 member_date: Annotated[str, Form()] = ""):
+    trace = _load(db, trace_id)
+    ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date)
+    day = _member_date(member_date, ctx, "check_problem")
+    if day is None:
+        return render(request, "disputes/answer.html", ctx, block="verdicts", status_code=422)
+    ctx["verdicts"] = disputes.check(db, trace, day, reviewer=reviewer.name)
+    return render(request, "disputes/answer.html", ctx, block="verdicts")
+
+
+@router.post("/{trace_id}/replay")
+def replay_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str,
+                  member_date: Annotated[str, Form()] = ""):
+    trace = _load(db, trace_id)
+    ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date)
+    day = _member_date(member_date, ctx, "replay_problem")
+    if day is None:
+        return render(request, "disputes/answer.html", ctx, block="replay", status_code=422)
+    result = disputes.replay(pipeline, trace, day, reviewer=reviewer.name)
+    citations = [c.model_dump() for c in result.citations]
+    trace_ref = str(result.trace_id) if result.trace_id else None
+    replayed = answer_view(result.to_json(), citations, no_date="no date entered",
+                           text_url=citation_url(trace_ref) if trace_ref else None)
+    replayed.timelines = timelines(pipeline.lookup, citations, reviewer.clearance, result.dates, day, "Member date")
+    ctx["replay"] = replayed
+    ctx["replay_role"] = trace.user_role
+    return render(request, "disputes/answer.html", ctx, block="replay")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def _trace_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise HTTPException(status_code=404, detail="No answer with that id.") from None
+
+
+def _load(db, trace_id: str) -> Trace:
+    """Read the trace for a check or replay (those write their own audit rows)."""
+    with Session(db.app) as session:
+        trace = session.get(Trace, _trace_id(trace_id))
+        if trace is None:
+            raise HTTPException(status_code=404, detail="No answer with that id.")
+        session.expunge(trace)
+    return trace
+
+
+def _member_date(value: str, ctx: dict, problem_key: str) -> date | None:
+    try:
+        day = parse_input_date(value, ctx["member_label"].lower())
+    except DateInputError as exc:
+        ctx[problem_key] = str(exc)
+        return None
+    if day is None:
+        ctx[problem_key] = f"Enter the {ctx['member_label'].lower()} (YYYY-MM-DD)."
+    return day
+
+
+def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date: str = "") -> dict:
+    bases = disputes.date_bases(db, trace, clearance=reviewer.clearance)
+    label = " / ".join(disputes.basis_label(b) for b in bases)
+    view = answer_view(trace.answer or {}, trace.citations or [], no_date="no date entered", include_text=True)
+    asked_on = trace.created_at.date()
+    view.timelines = timelines(pipeline.lookup, trace.citations or [], reviewer.clearance, trace.dates,
+                               asked_on, "Asked on")
+    return {
+        "trace": trace,
+        "view": view,
+        "asked_at": trace.created_at.strftime("%Y-%m-%d %H:%M %Z").strip(),
+        "dates_entered": dates_line(trace.dates, "no date entered"),
+        "member_label": f"Member's {label[0].lower()}{label[1:]}" if label else "Member's date",
+        "basis_note": label,
+        "member_date": member_date,
+        "replays": disputes.replays_of(db, trace.id),
+        "verdicts": None,
+        "replay": None,
+        "check_problem": None,
+        "replay_problem": None,
+    }

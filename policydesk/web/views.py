@@ -1,0 +1,216 @@
+"""View-models: everything a template shows, prepared in Python so the templates stay dumb."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any, Callable
+from urllib.parse import quote
+
+from sqlalchemy import text
+
+from policydesk.access import Clearance
+from policydesk.pipeline import DATE_BASES
+from policydesk.postprocessors.window import in_force_on
+from policydesk.storage.models import OPEN_END
+from policydesk.storage.scope import permitted_scope
+
+DATE_FIELD_LABELS = {"date_of_service": "Date of service", "denial_notice_date": "Date on the denial notice"}
+WARNING_LABELS = {
+    "recent_change": "Recent change",
+    "scheduled_change": "Scheduled change",
+    "conflict": "Conflict",
+    "degraded": "Degraded retrieval",
+    "extractive": "Extractive answerer",
+    "stale_source": "Stale source",
+    "version_swapped": "Version applied",
+}
+
+
+# -- the ask form -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DateField:
+    name: str
+    label: str
+    value: str
+
+
+_BASES_SQL = text(
+    "SELECT DISTINCT date_basis FROM document_versions "
+    "WHERE access_level = ANY(:levels) AND (:sensitive OR NOT sensitive)"
+)
+
+
+def date_fields(db, clearance: Clearance, values: dict[str, str] | None = None) -> list[DateField]:
+    """One optional date field per date basis present in the corpus the caller may see."""
+    values = values or {}
+    with permitted_scope(clearance.levels, clearance.sensitive), db.app.connect() as conn:
+        present = set(conn.execute(_BASES_SQL, {"levels": list(clearance.levels), "sensitive": clearance.sensitive}).scalars())
+    return [DateField(b, DATE_FIELD_LABELS[b], values.get(b, "")) for b in DATE_BASES if b in present]
+
+
+# -- an answer ----------------------------------------------------------------------------------
+
+def window_arrow(effective_from: str, last_day: str | None) -> str:
+    """'in force 2024-01-01 → 2025-12-31' or 'in force 2026-01-01 → open' (last_day is inclusive)."""
+    return f"in force {effective_from} → {last_day or 'open'}"
+
+
+@dataclass
+class CitationView:
+    number: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    source_type: str
+    version: int
+    window: str
+    text_url: str | None = None
+    text: str | None = None
+    dom_id: str = ""
+
+    @property
+    def version_line(self) -> str:
+        return f"version {self.version} · {self.window}"
+
+
+@dataclass
+class ClaimView:
+    text: str
+    refs: list[int]
+
+
+@dataclass
+class WarningView:
+    kind: str
+    label: str
+    message: str
+
+
+@dataclass
+class AnswerView:
+    status: str  # answered | refused | no_answer | error
+    answer: str = ""
+    message: str = ""
+    claims: list[ClaimView] = field(default_factory=list)
+    citations: list[CitationView] = field(default_factory=list)
+    warnings: list[WarningView] = field(default_factory=list)
+    windows: list[str] = field(default_factory=list)
+    dates_line: str = ""
+    trace_id: str | None = None
+    model: str = ""
+    timelines: list["Timeline"] = field(default_factory=list)
+
+    @property
+    def answered(self) -> bool:
+        return self.status == "answered"
+
+
+def dates_line(dates: dict[str, Any] | None, no_date: str) -> str:
+    entered = [f"{DATE_FIELD_LABELS.get(b, b)} {v}" for b, v in (dates or {}).items() if v]
+    return ", ".join(entered) if entered else no_date
+
+
+def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_date: str,
+                text_url: Callable[[str], str] | None = None, include_text: bool = False) -> AnswerView:
+    """From the stored/JSON form of an answer (AskResult.to_json or traces.answer) and its citations."""
+    if data.get("refused"):
+        status, message = "refused", data.get("refusal_reason") or "The question was refused."
+    elif data.get("error"):
+        status, message = "error", data["error"]
+    elif data.get("abstained") or not data.get("answerable", bool(data.get("answer"))):
+        status, message = "no_answer", data.get("abstain_reason") or "The sources do not contain the answer."
+    else:
+        status, message = "answered", ""
+    cites = []
+    for i, c in enumerate(citations, start=1):
+        cites.append(CitationView(
+            number=i, chunk_id=c["chunk_id"], doc_id=c["doc_id"], title=c["title"], section=c["section"],
+            source_type=c.get("source_type", ""), version=int(c["version"]),
+            window=window_arrow(c["effective_from"], c.get("effective_to")),
+            text_url=text_url(c["chunk_id"]) if text_url else None,
+            text=c.get("text") if include_text else None, dom_id=f"cite-{i}",
+        ))
+    number = {c.chunk_id: c.number for c in cites}
+    claims = [ClaimView(cl["text"], [number[cid] for cid in cl.get("citations", []) if cid in number])
+              for cl in data.get("claims", [])]
+    windows = list(dict.fromkeys(f"{c.title} · {c.version_line}" for c in cites if c.source_type == "policy"))
+    warnings = [WarningView(w["kind"], WARNING_LABELS.get(w["kind"], w["kind"].replace("_", " ").capitalize()),
+                            w["message"]) for w in data.get("warnings", [])]
+    return AnswerView(status=status, answer=data.get("answer", "") if status == "answered" else "", message=message,
+                      claims=claims, citations=cites, warnings=warnings, windows=windows,
+                      dates_line=dates_line(data.get("dates"), no_date), trace_id=data.get("trace_id"),
+                      model=data.get("model", ""))
+
+
+def citation_url(trace_id: str) -> Callable[[str], str]:
+    return lambda chunk_id: f"/citations/{trace_id}/{quote(chunk_id, safe='')}"
+
+
+# -- version timelines --------------------------------------------------------------------------
+
+@dataclass
+class Segment:
+    version: int
+    window: str
+    left: float
+    width: float
+    cited: bool
+    applies: bool
+    open_ended: bool
+
+
+@dataclass
+class Timeline:
+    doc_id: str
+    title: str
+    segments: list[Segment]
+    marker_left: float
+    marker_label: str
+    start_label: str
+    end_label: str
+
+
+def _pct(d: date, start: date, span: int) -> float:
+    return round(max(0.0, min(100.0, (d - start).days / span * 100)), 2)
+
+
+def timelines(lookup, citations: list[dict[str, Any]], clearance: Clearance, dates: dict[str, Any] | None,
+              fallback: date, fallback_label: str) -> list[Timeline]:
+    """A bar per version of each cited policy (as the caller may see them), the applicable date marked."""
+    policy_ids = list(dict.fromkeys(c["doc_id"] for c in citations if c.get("source_type") == "policy"))
+    if not policy_ids:
+        return []
+    cited = {(c["doc_id"], int(c["version"])) for c in citations}
+    found = lookup.versions(policy_ids, clearance.levels, clearance.sensitive)
+    out = []
+    for doc_id in policy_ids:
+        versions = found.get(doc_id) or []
+        if not versions:
+            continue
+        basis = versions[0].date_basis
+        entered = (dates or {}).get(basis)
+        marker = date.fromisoformat(entered) if isinstance(entered, str) else (entered or fallback)
+        marker_label = f"{DATE_FIELD_LABELS.get(basis, 'Date')} {marker.isoformat()}" if entered else f"{fallback_label} {marker.isoformat()}"
+        start = min(v.effective_from for v in versions)
+        closed_ends = [v.effective_to for v in versions if v.effective_to < OPEN_END]
+        end = max([*closed_ends, max(v.effective_from for v in versions) + timedelta(days=365), marker + timedelta(days=90)])
+        start = min(start, marker - timedelta(days=30))
+        span = max((end - start).days, 1)
+        applies = in_force_on(versions, marker)
+        segments = []
+        for v in versions:
+            v_end = min(v.effective_to, end)
+            last = None if v.effective_to >= OPEN_END else (v.effective_to - timedelta(days=1)).isoformat()
+            left = _pct(v.effective_from, start, span)
+            segments.append(Segment(
+                version=v.version, window=window_arrow(v.effective_from.isoformat(), last), left=left,
+                width=round(_pct(v_end, start, span) - left, 2), cited=(doc_id, v.version) in cited,
+                applies=applies is not None and applies.version == v.version, open_ended=last is None,
+            ))
+        end_label = "open →" if any(s.open_ended for s in segments) else end.isoformat()
+        out.append(Timeline(doc_id, versions[0].title, segments, _pct(marker, start, span), marker_label,
+                            start.isoformat(), end_label))
+    return out

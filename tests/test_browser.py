@@ -1,0 +1,145 @@
+"""The DESIGN.md walkthrough in a real browser (Debian chromium), against uvicorn on the demo DB.
+
+Screenshots of each step land in test-artifacts/ for a human to look at.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from datetime import date
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from policydesk.users import add_user
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+PASSWORD = "walkthrough-password"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium "
+                                                     "(apt-get install -y chromium)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server_url(demo_db, settings, embed_model):
+    import uvicorn
+
+    from policydesk.pipeline import build_pipeline
+    from policydesk.web.app import create_app
+
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=date(2026, 11, 29))
+    app = create_app(settings, db=demo_db, pipeline=pipeline)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("uvicorn did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def people(demo_db) -> dict[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    names = {"rep": f"walk-rep-{tag}", "compliance": f"walk-comp-{tag}"}
+    with Session(demo_db.owner) as session, session.begin():
+        for role, name in names.items():
+            add_user(session, name=name, role=role, password=PASSWORD)
+    return names
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def _sign_in(browser, base: str, name: str):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base}/ask")
+    assert "/login" in page.url
+    page.fill("#name", name)
+    page.fill("#password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/ask")
+    return page
+
+
+def test_walkthrough_in_browser(browser, server_url, people):
+    # A rep asks without a date: 90 days, version 2.
+    rep = _sign_in(browser, server_url, people["rep"])
+    _shot(rep, "01-rep-ask-page.png")
+    rep.fill("#question", "What is the timely filing limit?")
+    rep.click("form.ask-form button[type=submit]")
+    rep.wait_for_selector("#result .answer-text")
+    answer = rep.inner_text("#result .answer-text")
+    assert "90 days" in answer
+    assert "version 2" in rep.inner_text("#result .answer-window")
+    rep.click("#result .show-text >> nth=0")  # cited text on demand, via htmx
+    rep.wait_for_selector("#result .cited-text")
+    _shot(rep, "02-rep-answer-90-days.png")
+
+    # The compliance reviewer finds it, opens it, checks it and replays it.
+    reviewer = _sign_in(browser, server_url, people["compliance"])
+    reviewer.goto(f"{server_url}/disputes")
+    reviewer.fill("input[name=words]", "timely filing")
+    reviewer.fill("input[name=staff]", people["rep"])
+    reviewer.click("form.search-form button[type=submit]")
+    reviewer.wait_for_selector("#results table.hits")
+    _shot(reviewer, "03-reviewer-search.png")
+    reviewer.click("#results table.hits a >> nth=0")
+    reviewer.wait_for_selector("dl.meta")
+    assert people["rep"] in reviewer.inner_text("dl.meta")
+    assert "no date entered" in reviewer.inner_text("dl.meta")
+    _shot(reviewer, "04-reviewer-answer-as-given.png")
+
+    reviewer.fill("input[name=member_date]", "2025-11-03")
+    reviewer.click("button:has-text('Check the versions')")
+    reviewer.wait_for_selector("#verdicts .verdict-text")
+    verdicts = reviewer.inner_text("#verdicts")
+    assert "wrong policy version: version 1 applied, in force 2024-01-01 to 2025-12-31" in verdicts
+    _shot(reviewer, "05-reviewer-check-wrong-version.png")
+
+    reviewer.click("button:has-text('Replay for that date')")
+    reviewer.wait_for_selector("#replay .side-by-side")
+    replay = reviewer.inner_text("#replay .side-by-side .col >> nth=1")
+    assert "180 days" in replay and "version 1" in replay
+    reviewer.locator("#replay").scroll_into_view_if_needed()
+    _shot(reviewer, "06-reviewer-replay-180-days.png")
+
+    # The rep can't open the disputes pages.
+    response = rep.goto(f"{server_url}/disputes")
+    assert response.status == 403
+    assert "compliance reviewers only" in rep.inner_text("main")
+    _shot(rep, "07-rep-disputes-403.png")
