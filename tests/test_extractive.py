@@ -60,7 +60,7 @@ def answer(question: str, nodes: list[NodeWithScore]) -> ModelAnswer:
 def test_states_90_days_citing_v2_when_only_v2_in_context():
     result = answer(QUESTION, [v2()])
     assert result.answerable and "90 days" in result.answer
-    assert result.answer.startswith("Timely Filing of Claims (version 2, in force 2026-01-01 to open): ")
+    assert result.answer.startswith("Timely Filing of Claims (version 2, in force from 2026-01-01): ")
     assert result.claims[0].citations == [V2_ID]
     assert "90 days" in result.claims[0].text
 

@@ -32,7 +32,11 @@ RUNNER_UP_SHARE = 0.75
 # sentence outranks a wiki sentence that matches one more question term, not two.
 TYPE_BONUS = {"policy": 1.0, "wiki": 0.0, "call_note": -0.25}
 _TYPE_RANK = {"policy": 0, "wiki": 1, "call_note": 2}
-HEADING_WEIGHT = 0.5
+# The section heading names the rule ("Filing Limit") while its sentences carry the value
+# ("within 90 days"), so a section match counts more than a match on the document title,
+# which every section of the document shares.
+TITLE_WEIGHT = 0.5
+SECTION_WEIGHT = 1.5
 VALUE_BONUS = 1.5
 
 NO_SOURCES_REASON = "No sources were provided."
@@ -145,6 +149,8 @@ def _candidates(question: str, blocks: list[SourceBlock]) -> list[_Candidate]:
     threshold = min(2, len(wanted))
     found: list[_Candidate] = []
     for b_index, block in enumerate(blocks):
+        title_overlap = len(wanted & terms(block.title))
+        section_overlap = len(wanted & terms(block.section))
         heading_overlap = len(wanted & terms(f"{block.title} {block.section}"))
         for s_index, sentence in enumerate(sentences(block.text)):
             if len(_TOKEN.findall(sentence)) < 3 or looks_injected(sentence):
@@ -155,7 +161,8 @@ def _candidates(question: str, blocks: list[SourceBlock]) -> list[_Candidate]:
             # carries the value ("within 90 days"); a sentence with neither is not quoted.
             if overlap + heading_overlap < threshold or not (overlap or states_value):
                 continue
-            score = overlap + HEADING_WEIGHT * heading_overlap + TYPE_BONUS.get(block.type, 0.0)
+            score = (overlap + TITLE_WEIGHT * title_overlap + SECTION_WEIGHT * section_overlap
+                     + TYPE_BONUS.get(block.type, 0.0))
             if states_value:
                 score += VALUE_BONUS
             found.append(_Candidate(score, _TYPE_RANK.get(block.type, 3), b_index, s_index, sentence))
@@ -164,7 +171,9 @@ def _candidates(question: str, blocks: list[SourceBlock]) -> list[_Candidate]:
 
 def _label(block: SourceBlock) -> str:
     kind = {"wiki": "wiki page, ", "call_note": "call note, "}.get(block.type, "")
-    return f"{block.title} ({kind}version {block.version}, in force {block.in_force})"
+    window = block.in_force
+    window = f"from {window[: -len(' to open')]}" if window.endswith(" to open") else window
+    return f"{block.title} ({kind}version {block.version}, in force {window})"
 
 
 def extract_answer(prompt: str) -> ModelAnswer:
