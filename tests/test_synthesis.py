@@ -12,30 +12,19 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.ingest.chunks import make_node
 from policydesk.synthesis.prompt import SYSTEM_PROMPT, build_messages, in_force_label, render_user_turn
 from policydesk.synthesis.synthesizer import (
     NO_CONTEXT_REASON,
     TIMEOUT_REASON,
     CitedAnswerSynthesizer,
 )
+from tests.factories import chunk
 
 V2_ID = "POL-TF:v2:filing-limit"
 V1_ID = "POL-TF:v1:filing-limit"
 WIKI_ID = "WIKI-CLAIMS:v1:filing-tips"
 V2_TEXT = "Providers must submit claims within 90 days of the date of service."
 QUESTION = "How long do providers have to file a claim?"
-
-
-def chunk(chunk_id: str, text: str, *, title="Timely Filing of Claims", section="Filing Limit",
-          source_type="policy", effective_from="2026-01-01", effective_to="9999-12-31") -> NodeWithScore:
-    doc_id, version, section_id = chunk_id.split(":")
-    meta = {
-        "chunk_id": chunk_id, "title": title, "version": int(version[1:]), "section": section,
-        "section_id": section_id, "source_type": source_type, "effective_from": effective_from,
-        "effective_to": effective_to, "access_level": "all_staff", "sensitive": False, "text_sha256": "x",
-    }
-    return NodeWithScore(node=make_node(doc_id, text, meta), score=1.0)
 
 
 def v2() -> NodeWithScore:
