@@ -175,3 +175,23 @@ def test_note_about_an_unrelated_policy_is_not_compared(demo_db, embed_model):
 def _node(db, chunk_id: str):
     doc_id, v, section_id = chunk_id.split(":")
     return VersionLookup(db).section(doc_id, int(v[1:]), section_id, COMPLIANCE.levels, True)
+
+
+def test_wiki_value_stated_by_another_related_policy_is_not_a_conflict():
+    # Regression: with POL-TF version 1 applied, the Claims Desk page's "180 days" matches it,
+    # but it was flagged against POL-CORR ("150 days"), which the page also relates to.
+    from policydesk.postprocessors import ConflictFlagger
+    from tests.factories import chunk
+
+    wiki = chunk("WIKI-CLAIMS:v1:timely-filing", "Timely filing is 180 days from the date of service.",
+                 title="Claims Desk Quick Reference", section="Timely Filing", source_type="wiki",
+                 effective_from="2025-03-10")
+    wiki.node.metadata["related_policies"] = ["POL-TF", "POL-CORR"]
+    tf_v1 = chunk("POL-TF:v1:filing-limit", "Claims must be received within 180 days of the date of service.",
+                  effective_from="2024-01-01", effective_to="2026-01-01")
+    corr = chunk("POL-CORR:v1:resubmission-deadline", "Corrected claims within 150 days of the remittance advice.",
+                 title="Corrected Claim Resubmission", section="Resubmission Deadline", effective_from="2024-01-01")
+    flagger = ConflictFlagger()
+    kept = flagger.postprocess_nodes([tf_v1, corr, wiki])
+    assert flagger.conflicts == []
+    assert [n.node.node_id for n in kept] == [tf_v1.node.node_id, corr.node.node_id, wiki.node.node_id]

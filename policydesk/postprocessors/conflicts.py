@@ -8,10 +8,11 @@ names only those values.
 Guards against false positives:
 - only a shared unit is compared ("30 calendar days" is never compared with "60 days");
 - a note whose values are all present in the policy chunk is consistent;
-- a value the policy version states in another section (the wiki's "150 days" for corrected
-  claims against the filing-limit section's "90 days") is not a contradiction. Other sections
-  are taken from the context and, when a `lookup` is given, from the whole applied version
-  (read under the caller's predicate).
+- a value that any related policy version in context states, in any of its sections (the
+  wiki's "150 days" for corrected claims against POL-TF's "90 days"; its "180 days" against
+  POL-CORR when POL-TF version 1 applied), is not a contradiction. Sections are taken from the
+  context and, when a `lookup` is given, from the whole applied version (read under the
+  caller's predicate).
 
 A note that quotes a stale value next to the current one (a call note: "the caller said 180
 days ... the rep explained 90 days") is flagged: it puts the stale number in context, and the
@@ -73,10 +74,11 @@ class ConflictFlagger(BaseNodePostprocessor):
                 continue
             related = set(meta.get("related_policies") or [])
             stated = durations(note.node.get_content())
+            supported = self._supported(related, known)
             for policy in policies:
                 if doc_id_of(policy.node) not in related:
                     continue
-                conflict = self._compare(note, stated, policy, known)
+                conflict = self._compare(note, stated, policy, supported)
                 if conflict is not None:
                     conflict["action"] = self.action
                     self._conflicts.append(conflict)
@@ -93,17 +95,28 @@ class ConflictFlagger(BaseNodePostprocessor):
             n.node.metadata["conflicts_with"] = flagged[n.node.node_id]["policy_chunk_id"]
         return kept + demoted
 
-    def _compare(self, note: NodeWithScore, stated: dict, policy: NodeWithScore, known: dict) -> dict | None:
+    @staticmethod
+    def _supported(related: set[str], known: dict) -> dict[str, set[int]]:
+        """Values any related policy version in context states, per unit."""
+        merged: dict[str, set[int]] = {}
+        for (doc_id, _version), by_unit in known.items():
+            if doc_id in related:
+                for unit, values in by_unit.items():
+                    merged.setdefault(unit, set()).update(values)
+        return merged
+
+    def _compare(self, note: NodeWithScore, stated: dict, policy: NodeWithScore, supported: dict) -> dict | None:
         pmeta = policy.node.metadata
         policy_values = durations(policy.node.get_content())
-        version_values = known.get((doc_id_of(policy.node), pmeta.get("version")), {})
         for unit, values in stated.items():
             theirs = policy_values.get(unit)
             if not theirs:
                 continue  # no shared unit: nothing to compare
-            extra = [v for v in values if v not in theirs and v not in version_values.get(unit, ())]
+            extra = [v for v in values if v not in theirs and v not in supported.get(unit, ())]
             if not extra:
-                continue  # every value is the policy's own (here or in another of its sections)
+                # Every value is stated by a related policy version in context: the wiki's
+                # "180 days" for timely filing is not contradicted by POL-CORR's "150 days".
+                continue
             values = extra
             nmeta = note.node.metadata
             kind = NOTE_TYPES[nmeta["source_type"]]
