@@ -206,7 +206,10 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
 def _register_optional_commands() -> None:
     from policydesk.evals.cli import eval_command
 
+    from policydesk.bench.cli import bench_command
+
     app.command("eval", help="Run the golden set against the full system and the naive baseline.")(eval_command)
+    app.command("bench", help="Stage-level latency benchmarks, optionally at 10^4/10^5 synthetic chunks.")(bench_command)
 
 
 _register_optional_commands()

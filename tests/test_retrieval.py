@@ -220,7 +220,7 @@ def test_filtered_hnsw_top_k_returns_k_for_a_small_permitted_fraction(make_db, e
     # Without it, the HNSW index is the only ordered path: iterative scans must keep it from
     # under-returning, and switching them off shows what they fix.
     with db.owner.begin() as conn:
-        conn.execute(text("DROP INDEX data_chunks_access_level; DROP INDEX data_chunks_metadata"))
+        conn.execute(text("DROP INDEX data_chunks_access_level; DROP INDEX data_chunks_metadata; DROP INDEX data_chunks_scope"))
     sql = text("SELECT id FROM data_chunks WHERE metadata_->>'access_level' IN ('public', 'internal') "
                "ORDER BY embedding <=> CAST(:q AS vector) LIMIT 10")
     qvec = {"q": str(embed_model.get_query_embedding(q))}

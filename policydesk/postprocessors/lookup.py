@@ -29,13 +29,15 @@ _VERSIONS_SQL = text(
     """
 )
 
+# Plain columns (migration 0003), not metadata_->>: under RLS only leakproof comparisons
+# can use the (doc_id, version, section_id) index.
 _CHUNK_PREDICATE = (
-    "metadata_->>'doc_id' = :doc_id AND metadata_->>'version' = :version "
-    "AND metadata_->>'access_level' = ANY(:levels) "
-    "AND (:sensitive OR NOT (metadata_->>'sensitive')::boolean)"
+    "doc_id = :doc_id AND version = :version "
+    "AND access_level = ANY(:levels) "
+    "AND (:sensitive OR NOT sensitive)"
 )
 _SECTION_SQL = text(
-    f"SELECT text, metadata_ FROM data_chunks WHERE {_CHUNK_PREDICATE} AND metadata_->>'section_id' = :section_id"
+    f"SELECT text, metadata_ FROM data_chunks WHERE {_CHUNK_PREDICATE} AND section_id = :section_id"
 )
 _SECTIONS_SQL = text(f"SELECT text, metadata_ FROM data_chunks WHERE {_CHUNK_PREDICATE} ORDER BY id")
 
@@ -98,4 +100,4 @@ class VersionLookup:
 
     @staticmethod
     def _chunk_params(doc_id: str, version: int, levels, sensitive: bool) -> dict:
-        return {"doc_id": doc_id, "version": str(int(version)), "levels": list(levels), "sensitive": bool(sensitive)}
+        return {"doc_id": doc_id, "version": int(version), "levels": list(levels), "sensitive": bool(sensitive)}

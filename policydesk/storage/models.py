@@ -92,6 +92,13 @@ class Chunk(Base):
     node_id: Mapped[str] = mapped_column(String, unique=True)
     embedding = mapped_column(Vector(EMBED_DIM))
     text_search_tsv = mapped_column(TSVECTOR, Computed("to_tsvector('english', text)", persisted=True))
+    # Plain copies of metadata keys (migration 0003): leakproof comparisons that RLS and the
+    # version lookup can serve from btree indexes.
+    access_level = mapped_column(String, Computed("metadata_->>'access_level'", persisted=True))
+    sensitive = mapped_column(Boolean, Computed("(metadata_->>'sensitive')::boolean", persisted=True))
+    doc_id = mapped_column(String, Computed("metadata_->>'doc_id'", persisted=True))
+    version = mapped_column(Integer, Computed("(metadata_->>'version')::integer", persisted=True))
+    section_id = mapped_column(String, Computed("metadata_->>'section_id'", persisted=True))
 
 
 class Trace(Base):

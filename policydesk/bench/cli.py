@@ -1,0 +1,136 @@
+"""`policydesk bench`: stage latencies on a fresh database, optionally with synthetic filler.
+
+Register with `app.command("bench")(bench_command)`. Results are printed and saved as JSON
+under benchmarks/results/ (EXPLAIN output under docs/explain/ when --scale is given).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import typer
+
+from policydesk.bench import stages
+
+REPO = Path(__file__).resolve().parents[2]
+
+TARGETS = {
+    "retrieval_p95_ms_1e4": 20.0,
+    "retrieval_p95_ms_1e5": 100.0,
+    "ask_e2e_p50_ms_demo": 100.0,
+    "embed_p95_ms": 30.0,
+    "ingest_chunks_per_s": 150.0,
+    "ratio_vs_naive": 1.5,
+}
+
+
+def _versions(db) -> dict[str, str]:
+    from sqlalchemy import text
+
+    with db.owner.connect() as conn:
+        pg = conn.execute(text("SHOW server_version")).scalar_one()
+        vec = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
+    return {"postgres": pg, "pgvector": vec, "python": platform.python_version(), "nproc": str(os.cpu_count()),
+            "machine": platform.platform()}
+
+
+def bench_command(
+    scale: int = typer.Option(0, help="Synthetic filler chunks to add (e.g. 10000, 100000); 0 = demo corpus only."),
+    queries: int = typer.Option(30, help="Questions from evals/golden.yaml to time."),
+    repetitions: int = typer.Option(3, help="Passes over the questions."),
+    keep: bool = typer.Option(False, help="Keep the benchmark database (it is dropped otherwise)."),
+    torch_threads: int = typer.Option(0, help="torch.set_num_threads for the local embedder; 0 = torch default."),
+) -> None:
+    """Per-stage p50/p95 of the ask path, and filtered top-k recall at scale."""
+    from policydesk.config import get_settings
+    from policydesk.providers import llm_for, offline_embedding
+    from policydesk.runtime import open_migrated
+    from policydesk.storage.engine import create_database, owner_url
+
+    settings = get_settings()
+    if settings.GEMINI_API_KEY:
+        settings = settings.model_copy(update={"GEMINI_API_KEY": None})  # offline figures only
+    name = f"policydesk_bench_{datetime.now(timezone.utc):%Y%m%d%H%M%S}"
+    create_database(settings, name)
+    db = open_migrated(settings, name)
+    out: dict = {"database": name, "scale": scale, "queries": queries, "repetitions": repetitions,
+                 "loadavg_start": os.getloadavg()}
+    try:
+        import torch
+
+        if torch_threads:
+            torch.set_num_threads(torch_threads)
+        out["torch_threads"] = torch.get_num_threads()
+        out["env"] = _versions(db)
+        t0 = time.perf_counter()
+        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE)
+        embed_model.get_query_embedding("warm up")
+        out["model_load_s"] = time.perf_counter() - t0
+        out["ingest"] = stages.time_ingest(db, embed_model, settings)
+        typer.echo(f"ingest: {out['ingest']['chunks']} chunks in {out['ingest']['seconds']:.2f}s = "
+                   f"{out['ingest']['chunks_per_s']:.1f} chunks/s (model load {out['model_load_s']:.1f}s excluded)")
+        from sqlalchemy import text
+
+        with db.owner.connect() as conn:
+            texts = list(conn.execute(text("SELECT text FROM data_chunks")).scalars())
+        out["embed_batch"] = stages.time_embedding_batch(embed_model, texts)
+        typer.echo(f"embedding alone: {out['embed_batch']['texts_per_s']:.1f} texts/s")
+
+        if scale:
+            from policydesk.bench.scale import insert_filler
+
+            out["filler"] = insert_filler(db, scale)
+            typer.echo(f"filler: {json.dumps(out['filler'])}")
+
+        questions, today = stages.load_questions(queries)
+        llm = llm_for(settings)
+        times = stages.run_stages(db, settings, embed_model, llm, questions, repetitions=repetitions, today=today)
+        summary = times.summary()
+        out["stages"] = summary
+        import numpy as np
+
+        ratios = np.array(times.ratios)
+        out["ratio_vs_naive"] = {"p50_of_ratios": float(np.percentile(ratios, 50)),
+                                 "p95_ratio": summary["retrieval"]["p95"] / summary["naive"]["p95"],
+                                 "p50_ratio": summary["retrieval"]["p50"] / summary["naive"]["p50"]}
+        typer.echo(stages.format_table(summary))
+        typer.echo("retrieval (dense+text+fusion+versions) vs naive VectorStoreIndex top-8: "
+                   f"p50 {out['ratio_vs_naive']['p50_ratio']:.2f}x, p95 {out['ratio_vs_naive']['p95_ratio']:.2f}x")
+
+        if scale:
+            from policydesk.bench.scale import filtered_checks
+
+            out["filtered"] = filtered_checks(db, embed_model, [q.text for q in questions],
+                                              REPO / "docs" / "explain", f"scale{scale}")
+            for r in out["filtered"]:
+                typer.echo(json.dumps(r))
+    finally:
+        db.dispose()
+        if not keep:
+            from sqlalchemy import create_engine
+
+            eng = create_engine(owner_url(settings.DATABASE_URL, settings.DATA_DIR, "postgres"),
+                                isolation_level="AUTOCOMMIT")
+            with eng.connect() as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            eng.dispose()
+    out["loadavg_end"] = os.getloadavg()
+    typer.echo(f"load average start {out['loadavg_start']} end {out['loadavg_end']}; torch threads {out.get('torch_threads')}")
+    results = REPO / "benchmarks" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}_scale{scale}.json"
+    path.write_text(json.dumps(out, indent=2, default=str))
+    typer.echo(f"saved {path.relative_to(REPO)}")
+
+
+def main() -> None:  # `python -m policydesk.bench.cli`, until it is registered on the main CLI
+    typer.run(bench_command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Per-stage latency of the ask path, on a fresh database with the demo corpus ingested.
+
+Every figure here is measured in-process with `time.perf_counter`, on the embedded Postgres
+(or DATABASE_URL when set). Stages are timed on the same questions, one after another:
+
+  embed        offline query embedding (all-MiniLM-L6-v2)
+  dense        dense arm `.retrieve` with the precomputed embedding (SQL only)
+  text         full-text arm `.retrieve` (SQL only)
+  fusion       RRF + deterministic rerank
+  versions     VersionResolver.postprocess_nodes (permission-scoped version lookups)
+  retrieval    dense + text + fusion + versions, per iteration (excludes embedding)
+  naive        LlamaIndex VectorStoreIndex retriever, top 8, same store, same embedding
+  synthesis    CitedAnswerSynthesizer with the offline ExtractiveAnswerer
+  trace_write  one trace row through the application engine
+  ask_e2e      AskPipeline.ask, offline providers, embedding included
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import yaml
+from llama_index.core import VectorStoreIndex
+from llama_index.core.schema import QueryBundle
+from sqlalchemy.orm import Session
+
+from policydesk.access import ACCESS_LEVELS, clearance_for
+from policydesk.pipeline import AskPipeline, AskRequest
+from policydesk.postprocessors import VersionLookup, VersionResolver
+from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from policydesk.storage.scope import permitted_scope
+from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
+from policydesk.tracing import write_trace
+from policydesk.users import add_user
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "corpus"
+GOLDEN = REPO / "evals" / "golden.yaml"
+
+STAGES = ("embed", "dense", "text", "fusion", "versions", "retrieval", "naive", "synthesis", "trace_write", "ask_e2e")
+
+
+@dataclass
+class Question:
+    text: str
+    role: str
+    dates: dict[str, Any]
+
+
+@dataclass
+class StageTimes:
+    ms: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in STAGES})
+    ratios: list[float] = field(default_factory=list)  # retrieval / naive, per iteration
+
+    def add(self, stage: str, ms: float) -> None:
+        self.ms[stage].append(ms)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        out = {}
+        for stage, values in self.ms.items():
+            if values:
+                a = np.array(values)
+                out[stage] = {"n": len(a), "p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
+                              "mean": float(a.mean())}
+        return out
+
+
+def load_questions(limit: int) -> tuple[list[Question], date | None]:
+    data = yaml.safe_load(GOLDEN.read_text())
+    ref = data.get("reference_date")
+    items = [Question(i["question"], i.get("role", "rep"), dict(i.get("dates") or {})) for i in data["items"]]
+    return items[:limit], (date.fromisoformat(str(ref)) if ref else None)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, (time.perf_counter() - t0) * 1000
+
+
+def time_ingest(db, embed_model, settings, corpus: Path = CORPUS) -> dict[str, float]:
+    """Ingest the corpus once (model already loaded), return chunks, seconds, chunks/s."""
+    from policydesk.ingest import ingest_directory
+
+    report, ms = timed(lambda: ingest_directory(db, corpus, embed_model, settings))
+    secs = ms / 1000
+    return {"chunks": report.chunks_written, "seconds": secs, "chunks_per_s": report.chunks_written / secs}
+
+
+def time_embedding_batch(embed_model, texts: list[str]) -> dict[str, float]:
+    """Embedding alone over the chunk texts (batches as ingest does), to split ingest time."""
+    _, ms = timed(lambda: embed_model.get_text_embedding_batch(texts))
+    return {"texts": len(texts), "seconds": ms / 1000, "texts_per_s": len(texts) / (ms / 1000)}
+
+
+def ensure_users(db) -> dict[str, str]:
+    names = {}
+    with Session(db.owner) as session:
+        for role in ("rep", "supervisor", "compliance"):
+            name = f"bench_{role}"
+            add_user(session, name=name, role=role, password="bench-only-password")
+            names[role] = name
+        session.commit()
+    return names
+
+
+def run_stages(db, settings, embed_model, llm, questions: list[Question], *, repetitions: int = 3,
+               today: date | None = None, warmup: bool = True) -> StageTimes:
+    users = ensure_users(db)
+    store = chunk_vector_store(db)
+    lookup = VersionLookup(db)
+    synthesizer = CitedAnswerSynthesizer(llm=llm)
+    naive = VectorStoreIndex.from_vector_store(store, embed_model=embed_model).as_retriever(similarity_top_k=8)
+    pipeline = AskPipeline(db, settings, embed_model, llm, today=today)
+    today = today or settings.today()
+    times = StageTimes()
+
+    def one(q: Question, record: bool) -> None:
+        clearance = clearance_for(q.role)
+        hybrid = HybridRetriever(store, embed_model, levels=clearance.levels, sensitive=clearance.sensitive,
+                                 top_k=settings.TOP_K)
+        dense_arm, text_arm = hybrid.arms
+        emb, t_embed = timed(lambda: embed_model.get_query_embedding(q.text))
+        bundle = QueryBundle(q.text, embedding=emb)
+        dense, t_dense = timed(lambda: dense_arm.retrieve(bundle))
+        text_nodes, t_text = timed(lambda: text_arm.retrieve(bundle))
+        fused, t_fusion = timed(lambda: hybrid._fuse([q.text], [(dense, text_nodes)], None))
+        dates = {k: date.fromisoformat(str(v)) for k, v in q.dates.items() if v}
+        resolver = VersionResolver(lookup=lookup, levels=clearance.levels, sensitive=clearance.sensitive,
+                                   dates=dates, today=today, recent_change_days=settings.RECENT_CHANGE_DAYS)
+        try:
+            nodes, t_versions = timed(lambda: resolver.postprocess_nodes(fused.nodes))
+        except Exception:  # NoVersionInForce: the pipeline refuses; the SQL still ran
+            nodes, t_versions = [], 0.0
+        with permitted_scope(ACCESS_LEVELS, True):
+            _, t_naive = timed(lambda: naive.retrieve(QueryBundle(q.text, embedding=emb)))
+        t_synth = None
+        if nodes:
+            _, t_synth = timed(lambda: synthesizer.synthesize(q.text, nodes, []))
+        row = dict(id=uuid.uuid4(), kind="eval", user_name=users[q.role], user_role=q.role,
+                   permitted_levels=list(clearance.levels), sensitive_cleared=clearance.sensitive,
+                   question=q.text, chunk_ids=[n.node.node_id for n in nodes], status="ok")
+        _, t_trace = timed(lambda: write_trace(db, row))
+        req = AskRequest(user_name=users[q.role], question=q.text, dates=dict(q.dates), kind="eval")
+        _, t_ask = timed(lambda: pipeline.ask(req))
+        if not record:
+            return
+        retrieval = t_dense + t_text + t_fusion + t_versions
+        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("fusion", t_fusion),
+                          ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
+                          ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):
+            if ms is not None:
+                times.add(stage, ms)
+        times.ratios.append(retrieval / t_naive)
+
+    if warmup:
+        for q in questions[:3]:
+            one(q, record=False)
+    for _ in range(repetitions):
+        for q in questions:
+            one(q, record=True)
+    return times
+
+
+def format_table(summary: dict[str, dict[str, float]]) -> str:
+    lines = [f"{'stage':<12} {'n':>4} {'p50 ms':>9} {'p95 ms':>9} {'mean ms':>9}"]
+    for stage in STAGES:
+        if stage in summary:
+            s = summary[stage]
+            lines.append(f"{stage:<12} {s['n']:>4} {s['p50']:>9.2f} {s['p95']:>9.2f} {s['mean']:>9.2f}")
+    return "\n".join(lines)
