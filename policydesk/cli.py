@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from policydesk.access import ROLES, UnknownRoleError
@@ -25,15 +27,26 @@ DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
 
 
-def _db():
-    from policydesk.runtime import open_migrated
-
-    return open_migrated(get_settings())
-
-
 def _fail(message: str, code: int = 2) -> None:
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code)
+
+
+@contextmanager
+def _database():
+    """The migrated database for one command; an outage becomes a clear error, not a traceback."""
+    from policydesk.runtime import open_migrated
+
+    db = None
+    try:
+        db = open_migrated(get_settings())
+        yield db
+    except DBAPIError as exc:
+        _fail(f"the database is unavailable ({exc.orig.__class__.__name__ if exc.orig else 'error'}); "
+              "nothing was changed. Check that Postgres is running and try again.", code=3)
+    finally:
+        if db is not None:
+            db.dispose()
 
 
 @app.command()
@@ -42,13 +55,11 @@ def ingest(directory: Path, progress: bool = typer.Option(True, help="Show a pro
     from policydesk.providers import embedding_for
 
     settings = get_settings()
-    db = _db()
-    try:
-        report = ingest_directory(db, directory, embedding_for(settings), settings, progress=progress)
-    except IngestError as exc:
-        _fail(f"ingest refused, nothing was written: {exc}")
-    finally:
-        db.dispose()
+    with _database() as db:
+        try:
+            report = ingest_directory(db, directory, embedding_for(settings), settings, progress=progress)
+        except IngestError as exc:
+            _fail(f"ingest refused, nothing was written: {exc}")
     typer.echo(report.summary())
     for line in report.windows_closed:
         typer.echo(f"  window: {line}")
@@ -57,11 +68,8 @@ def ingest(directory: Path, progress: bool = typer.Option(True, help="Show a pro
 @app.command("check-staleness")
 def check_staleness_cmd(directory: Path = typer.Argument(DEMO_CORPUS)) -> None:
     """List indexed sources whose file changed (or vanished) since ingest. Exit 1 if any."""
-    db = _db()
-    try:
+    with _database() as db:
         stale = check_staleness(db, directory)
-    finally:
-        db.dispose()
     if not stale:
         typer.echo("all indexed sources match their files")
         return
@@ -76,15 +84,13 @@ def users_add(name: str, role: Annotated[str, typer.Option("--role", help=f"One 
     """Add a user; a random password is printed when none is given."""
     from policydesk.users import UserError, add_user
 
-    db = _db()
-    try:
-        with Session(db.owner) as session, session.begin():
-            user, pw = add_user(session, name=name, role=role, password=password)
-            line = f"added {user.name} ({user.role})"
-    except (UserError, UnknownRoleError) as exc:
-        _fail(str(exc))
-    finally:
-        db.dispose()
+    with _database() as db:
+        try:
+            with Session(db.owner) as session, session.begin():
+                user, pw = add_user(session, name=name, role=role, password=password)
+                line = f"added {user.name} ({user.role})"
+        except (UserError, UnknownRoleError) as exc:
+            _fail(str(exc))
     typer.echo(line + ("" if password else f"; password: {pw}"))
 
 
@@ -93,14 +99,12 @@ def users_set_role(name: str, role: str) -> None:
     """Change a user's role; it applies on their next request."""
     from policydesk.users import UserError, set_role
 
-    db = _db()
-    try:
-        with Session(db.owner) as session, session.begin():
-            set_role(session, name=name, role=role)
-    except (UserError, UnknownRoleError) as exc:
-        _fail(str(exc))
-    finally:
-        db.dispose()
+    with _database() as db:
+        try:
+            with Session(db.owner) as session, session.begin():
+                set_role(session, name=name, role=role)
+        except (UserError, UnknownRoleError) as exc:
+            _fail(str(exc))
     typer.echo(f"{name} is now {role}")
 
 
@@ -108,13 +112,10 @@ def users_set_role(name: str, role: str) -> None:
 def users_list() -> None:
     from policydesk.users import list_users
 
-    db = _db()
-    try:
+    with _database() as db:
         with Session(db.owner) as session:
             for u in list_users(session):
                 typer.echo(f"{u.name}\t{u.role}")
-    finally:
-        db.dispose()
 
 
 def _parse_date(value: Optional[str], label: str) -> Optional[date]:
@@ -138,12 +139,9 @@ def ask(question: str,
     dates = {"date_of_service": _parse_date(date_of_service, "date of service"),
              "denial_notice_date": _parse_date(denial_date, "denial notice date")}
     settings = get_settings()
-    db = _db()
-    try:
+    with _database() as db:
         pipeline = build_pipeline(db, settings)
         result = pipeline.ask(AskRequest(user_name=as_user, question=question, dates=dates))
-    finally:
-        db.dispose()
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
@@ -160,11 +158,8 @@ def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than
     days = older_than if older_than is not None else get_settings().TRACE_RETENTION_DAYS
     if days <= 0:
         _fail("--older-than must be a positive number of days")
-    db = _db()
-    try:
+    with _database() as db:
         n = purge_traces(db, older_than_days=days)
-    finally:
-        db.dispose()
     typer.echo(f"deleted {n} traces older than {days} days")
 
 
@@ -185,8 +180,7 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
     from policydesk.users import add_user, get_user
 
     settings = get_settings()
-    db = _db()
-    try:
+    with _database() as db:
         report = ingest_directory(db, DEMO_CORPUS, embedding_for(settings), settings, progress=True)
         typer.echo(f"demo corpus: {report.summary()}")
         with Session(db.owner) as session, session.begin():
@@ -196,17 +190,14 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
                     typer.echo(f"demo user {name} ({role}) password: {pw}   <- shown once")
                 else:
                     typer.echo(f"demo user {name} ({role}) exists; password unchanged")
-    finally:
-        db.dispose()
     if serve_app:
         typer.echo(f"PolicyDesk on http://{host}:{port}  (Ctrl-C to stop; the embedded Postgres stops with it)")
         serve(host=host, port=port)
 
 
 def _register_optional_commands() -> None:
-    from policydesk.evals.cli import eval_command
-
     from policydesk.bench.cli import bench_command
+    from policydesk.evals.cli import eval_command
 
     app.command("eval", help="Run the golden set against the full system and the naive baseline.")(eval_command)
     app.command("bench", help="Stage-level latency benchmarks, optionally at 10^4/10^5 synthetic chunks.")(bench_command)

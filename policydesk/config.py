@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     PRICE_OUTPUT_PER_MTOK: float = 2.50
     EMBED_DIM: int = 384
     EMBED_BATCH_SIZE: int = 32
+    # torch threads for the local embedder. 1, because on a busy 2-core box the default (2)
+    # oversubscribed: 498 ms p50 per query vs 13 ms with one thread (docs/performance.md).
+    EMBED_TORCH_THREADS: int = 1
 
     # Retrieval
     TOP_K: int = 8

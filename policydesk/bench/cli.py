@@ -63,12 +63,11 @@ def bench_command(
     try:
         import torch
 
-        if torch_threads:
-            torch.set_num_threads(torch_threads)
-        out["torch_threads"] = torch.get_num_threads()
         out["env"] = _versions(db)
         t0 = time.perf_counter()
-        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE)
+        # 0 keeps torch's own default; otherwise the embedder pins this many threads.
+        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE, torch_threads)
+        out["torch_threads"] = torch.get_num_threads()
         embed_model.get_query_embedding("warm up")
         out["model_load_s"] = time.perf_counter() - t0
         out["ingest"] = stages.time_ingest(db, embed_model, settings)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import text
 
+from policydesk import metrics
 from policydesk.access import ROLES, clearance_for
 
 STAGES = ("retrieval", "prompt", "answer")
@@ -108,6 +109,8 @@ class LeakMatrix:
             setattr(cell, stage, getattr(cell, stage) + len(ids))
             if ids and len(cell.examples) < 20:
                 cell.examples.append({"item": item_id, "stage": stage, "chunks": ids})
+        if any(found.values()):
+            metrics.LEAK_TEST_FAILURES.inc()
         return found
 
     def to_json(self) -> dict:

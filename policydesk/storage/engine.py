@@ -45,6 +45,13 @@ def embedded_server(data_dir: Path):
     return _embedded_servers[pgdata]
 
 
+def stop_embedded_server(data_dir: Path) -> None:
+    """Stop and forget the embedded Postgres under `data_dir/pg` (a test that takes one down uses its own)."""
+    server = _embedded_servers.pop(Path(data_dir).expanduser().resolve() / "pg", None)
+    if server is not None:
+        server.cleanup()
+
+
 def stop_embedded_servers() -> None:
     for server in list(_embedded_servers.values()):
         server.cleanup()

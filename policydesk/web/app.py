@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from policydesk.config import Settings
-from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx
+from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx, reject_nul_bytes
 from policydesk.web.routes import ask, auth, disputes, ops
 from policydesk.web.templating import TEMPLATES
 
@@ -44,7 +44,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None) -> FastAPI:
             if owned is not None:
                 owned.dispose()
 
-    app = FastAPI(title="PolicyDesk", lifespan=lifespan, dependencies=[Depends(csrf_protect)],
+    app = FastAPI(title="PolicyDesk", lifespan=lifespan, dependencies=[Depends(csrf_protect), Depends(reject_nul_bytes)],
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
     app.state.db = db

@@ -104,5 +104,15 @@ async def csrf_protect(request: Request) -> None:
         raise HTTPException(status_code=403, detail="The form expired or did not come from this site. Reload the page and try again.")
 
 
+async def reject_nul_bytes(request: Request) -> None:
+    """App-wide: Postgres text cannot hold a NUL byte, so one in any field is refused up front
+    (found by tests/test_fuzz.py: it reached the database as a 503 instead of a clear message)."""
+    values = [*request.query_params.values(), *map(str, request.path_params.values())]
+    if request.method in UNSAFE_METHODS:
+        values += [v for v in (await request.form()).values() if isinstance(v, str)]
+    if any("\x00" in v for v in values):
+        raise HTTPException(status_code=422, detail="The request contains a NUL character, which PolicyDesk does not accept. Remove it and try again.")
+
+
 def is_htmx(request: Request) -> bool:
     return request.headers.get("HX-Request") == "true"
