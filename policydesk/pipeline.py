@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from policydesk import metrics
 from policydesk.access import Clearance, UnknownRoleError, clearance_for
 from policydesk.dates import DateInputError, check_date_order, parse_input_date
+from policydesk.postprocessors.window import BASIS_LABELS, display_window
 from policydesk.postprocessors import (
     ConflictFlagger,
     NoVersionInForce,
@@ -40,8 +41,7 @@ from policydesk.storage.models import OPEN_END, DocumentVersion, User
 
 log = logging.getLogger(__name__)
 
-DATE_BASES = ("date_of_service", "denial_notice_date")
-DATE_LABELS = {"date_of_service": "date of service", "denial_notice_date": "denial notice date"}
+DATE_BASES = tuple(BASIS_LABELS)
 EXTRACTIVE_NOTE = "Answered by the offline extractive answerer: quoted sentences from the cited sources, not a model."
 
 
@@ -121,14 +121,10 @@ class AskError(Exception):
     """A request that can't proceed: unknown user, bad date. Traced where a user is known."""
 
 
-def display_end(effective_to: str | date | None) -> str | None:
-    """Stored windows end exclusive (the next version's start); show the last day in force."""
-    if effective_to is None:
-        return None
-    d = date.fromisoformat(effective_to) if isinstance(effective_to, str) else effective_to
-    if d >= OPEN_END:
-        return None
-    return date.fromordinal(d.toordinal() - 1).isoformat()
+def date_notes(dates: dict[str, date | str | None]) -> list[str]:
+    """The context notes that tell the model which dates versions were resolved for."""
+    return [f"The staff member entered a {BASIS_LABELS[b]} of {d}; versions were resolved for it."
+            for b, d in dates.items() if d]
 
 
 class AskPipeline:
@@ -160,7 +156,7 @@ class AskPipeline:
         unknown = set(req.dates) - set(DATE_BASES)
         if unknown:
             raise DateInputError(f"unknown date field(s): {', '.join(sorted(unknown))}")
-        dates = {b: parse_input_date(req.dates.get(b), DATE_LABELS[b]) for b in DATE_BASES}
+        dates = {b: parse_input_date(req.dates.get(b), BASIS_LABELS[b]) for b in DATE_BASES}
         check_date_order(dates["date_of_service"], dates["denial_notice_date"])
         return {b: d for b, d in dates.items() if d is not None}
 
@@ -299,11 +295,7 @@ class AskPipeline:
         return False
 
     def _notes(self, dates, resolver, flagger) -> list[str]:
-        notes = []
-        for basis, d in dates.items():
-            notes.append(f"The staff member entered a {DATE_LABELS[basis]} of {d.isoformat()}; versions were resolved for it.")
-        notes += [w.message for w in flagger.warnings]
-        return notes
+        return date_notes({b: d.isoformat() for b, d in dates.items()}) + [w.message for w in flagger.warnings]
 
     def _citation(self, scored) -> Citation:
         return self._citation_from_node(scored.node)
@@ -314,7 +306,7 @@ class AskPipeline:
         return Citation(
             chunk_id=node.node_id, doc_id=m.get("doc_id") or node.ref_doc_id, title=m["title"], section=m["section"],
             source_type=m["source_type"], version=int(m["version"]), effective_from=m["effective_from"],
-            effective_to=display_end(m.get("effective_to")), text_sha256=m["text_sha256"], text=node.get_content(),
+            effective_to=display_window(m["effective_from"], m.get("effective_to"))[1], text_sha256=m["text_sha256"], text=node.get_content(),
         )
 
     def _staleness_warnings(self, citations: list[Citation], clearance: Clearance) -> list[AnswerWarning]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llama_index.core.llms import CustomLLM, LLMMetadata
 from llama_index.core.schema import NodeWithScore
 
 from policydesk.ingest.chunks import make_node
@@ -17,3 +18,17 @@ def chunk(chunk_id: str, text: str, *, title="Timely Filing of Claims", section=
         "effective_to": effective_to, "access_level": "public", "sensitive": False, "text_sha256": "x",
     }
     return NodeWithScore(node=make_node(doc_id, text, meta), score=1.0)
+
+
+class TimeoutLLM(CustomLLM):
+    """A provider that never answers in time."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="gemini-test-timeout", is_chat_model=True)
+
+    def complete(self, prompt, formatted=False, **kw):
+        raise TimeoutError("provider timed out after 30s")
+
+    def stream_complete(self, prompt, formatted=False, **kw):
+        raise TimeoutError("provider timed out after 30s")

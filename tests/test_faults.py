@@ -9,7 +9,6 @@ from datetime import date
 
 import pytest
 from fastapi.testclient import TestClient
-from llama_index.core.llms import CustomLLM, LLMMetadata
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
@@ -25,22 +24,11 @@ from tests.test_ingest import _corpus, _entries
 from tests.test_retrieval import _BrokenEmbedding
 from tests.test_synthesis import ScriptedLLM
 from tests.test_web import PASSWORD, by_class, sign_in, text_of, token_of
+from tests.factories import TimeoutLLM
 
 TODAY = date(2026, 11, 29)
 TIMELY = "What is the timely filing limit?"
 PIPELINE_LOG = "policydesk.pipeline"
-
-
-class _TimeoutLLM(CustomLLM):
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="gemini-test-timeout", is_chat_model=True)
-
-    def complete(self, prompt, formatted=False, **kw):
-        raise TimeoutError("provider timed out after 30s")
-
-    def stream_complete(self, prompt, formatted=False, **kw):
-        raise TimeoutError("provider timed out after 30s")
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +129,7 @@ def test_malformed_model_output_retries_once_then_fails_closed(demo_db, settings
 # -- 3. provider timeout ------------------------------------------------------------------------
 
 def test_provider_timeout_fails_closed_with_no_partial_answer(demo_db, settings, embed_model, names, caplog):
-    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, llm=_TimeoutLLM(), today=TODAY)
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, llm=TimeoutLLM(), today=TODAY)
     client = _client(settings, demo_db, pipeline, names["rep"])
     with caplog.at_level(logging.INFO, logger=PIPELINE_LOG):
         r = _ask(client, TIMELY)

@@ -9,13 +9,13 @@ import sys
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
-from llama_index.core.llms import CustomLLM, CompletionResponse, LLMMetadata
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from policydesk.pipeline import AskRequest, build_pipeline
 from policydesk.tracing import purge_traces
 from policydesk.users import add_user, set_role
+from tests.factories import TimeoutLLM
 
 TODAY = date(2026, 11, 29)
 
@@ -113,20 +113,8 @@ def test_unknown_user_gets_clear_error_and_no_retrieval(pipeline):
     assert r.error == "unknown user 'nobody'" and r.context_ids == []
 
 
-class _TimeoutLLM(CustomLLM):
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="gemini-test-timeout", is_chat_model=True)
-
-    def complete(self, prompt, formatted=False, **kw):
-        raise TimeoutError("provider timed out after 30s")
-
-    def stream_complete(self, prompt, formatted=False, **kw):
-        raise TimeoutError("provider timed out after 30s")
-
-
 def test_provider_timeout_fails_closed_and_is_traced(demo_db, settings, embed_model, users):
-    p = build_pipeline(demo_db, settings, embed_model=embed_model, llm=_TimeoutLLM(), today=TODAY)
+    p = build_pipeline(demo_db, settings, embed_model=embed_model, llm=TimeoutLLM(), today=TODAY)
     r = p.ask(AskRequest("p_rep", "What is the timely filing limit?"))
     assert r.abstained and r.answer == "" and r.citations == []
     assert "did not respond in time" in r.abstain_reason or "provider" in r.abstain_reason.lower()

@@ -16,13 +16,11 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore
 
 from policydesk.access import clearance_for
+from policydesk.pipeline import date_notes
 from policydesk.retrievers import access_filters, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.prompt import render_user_turn
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
-
-DATE_LABELS = {"date_of_service": "date of service", "denial_notice_date": "denial notice date"}
-
 
 @dataclass
 class BaselineResult:
@@ -37,11 +35,6 @@ class BaselineResult:
     best_similarity: float | None = None
     prompts: list[str] = field(default_factory=list)
     cited_texts: list[str] = field(default_factory=list)
-
-
-def date_notes(dates: dict[str, str | None]) -> list[str]:
-    return [f"The staff member entered a {DATE_LABELS[b]} of {d}; versions were resolved for it."
-            for b, d in dates.items() if d]
 
 
 class NaiveBaseline:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from datetime import date, timedelta
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
+
+from policydesk.postprocessors.window import display_window
 
 SYSTEM_PROMPT = """\
 You are PolicyDesk, an assistant that explains a health plan's written policies to trained \
@@ -51,9 +52,6 @@ _TAG_NAMES = ("source", "question", "notes")
 _TAG_OPENER = re.compile(r"<(\s*/?\s*(?:%s)\b)" % "|".join(_TAG_NAMES), re.IGNORECASE)
 _ESCAPED_OPENER = re.compile(r"&lt;(\s*/?\s*(?:%s)\b)" % "|".join(_TAG_NAMES), re.IGNORECASE)
 
-OPEN_END_ISO = "9999-12-31"
-
-
 def escape_data(text: str) -> str:
     """Neutralise anything in data that could open or close one of our blocks."""
     return _TAG_OPENER.sub(r"&lt;\1", text)
@@ -70,19 +68,14 @@ def doc_id_of(node: NodeWithScore) -> str:
 
 
 def in_force_label(effective_from: str | None, effective_to: str | None) -> str:
-    """'2024-01-01 to 2025-12-31' or '2026-01-01 to open'.
-
-    effective_to is stored exclusive (the next version's effective_from), so the
-    last day in force is the day before it.
-    """
-    start = effective_from or "unknown"
-    if not effective_to or effective_to >= OPEN_END_ISO:
-        return f"{start} to open"
+    """'2024-01-01 to 2025-12-31' or '2026-01-01 to open' (the last day shown is the last in force)."""
+    if not effective_from:
+        return f"unknown to {effective_to or 'open'}"
     try:
-        last_day = date.fromisoformat(effective_to) - timedelta(days=1)
+        first, last = display_window(effective_from, effective_to)
     except ValueError:
-        return f"{start} to {effective_to}"
-    return f"{start} to {last_day.isoformat()}"
+        return f"{effective_from} to {effective_to}"
+    return f"{first} to {last or 'open'}"
 
 
 def _attr(value: object) -> str:
