@@ -58,6 +58,29 @@ def _where_clause(sql: str) -> str:
     return m.group(1) if m else ""
 
 
+def _add_synthetic_chunks(db, demo_db, n: int, level_for) -> None:
+    """n chunks whose embeddings are real demo-chunk embeddings plus small noise (random
+    Gaussian vectors would make any HNSW index look broken), then ANALYZE."""
+    with demo_db.owner.connect() as conn:
+        base = conn.execute(text("SELECT text, embedding::text FROM data_chunks WHERE metadata_->>'source_type' = 'policy'")).all()
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(n):
+        txt, emb = base[i % len(base)]
+        vec = np.array(emb.strip("[]").split(","), dtype=np.float32) + rng.normal(0, 0.02, 384).astype(np.float32)
+        vec /= np.linalg.norm(vec)
+        meta = {"chunk_id": f"SYN-{i}:v1:s", "title": "Synthetic", "version": 1, "section": "S", "section_id": "s",
+                "source_type": "policy", "effective_from": "2024-01-01", "effective_to": "9999-12-31",
+                "supersedes": None, "superseded_by": None, "date_basis": "date_of_service",
+                "access_level": level_for(i), "sensitive": False, "owner": "t", "related_policies": [],
+                "source_file": "x", "text_sha256": "0"}
+        node = make_node(f"SYN-{i}", txt, meta)
+        rows.append(dict(node_id=node.node_id, text=txt, metadata_=row_metadata(node), embedding=vec.tolist()))
+    with db.owner.begin() as conn:
+        conn.execute(Chunk.__table__.insert(), rows)
+        conn.execute(text("ANALYZE data_chunks"))
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_no_chunk_above_clearance_comes_back_from_postgres(role, demo_db, embed_model, chunk_sql_spy):
     clearance = clearance_for(role)
@@ -190,24 +213,8 @@ def test_filtered_hnsw_top_k_returns_k_for_a_small_permitted_fraction(make_db, e
     """pgvector applies WHERE after the HNSW scan; without iterative scans a selective filter
     under-returns. 2% of rows are visible to the rep here."""
     db = make_db()
-    with demo_db.owner.connect() as conn:
-        base = conn.execute(text("SELECT text, embedding::text FROM data_chunks WHERE metadata_->>'source_type' = 'policy'")).all()
-    rng = np.random.default_rng(7)
-    rows = []
-    for i in range(3000):
-        txt, emb = base[i % len(base)]
-        vec = np.array(emb.strip("[]").split(","), dtype=np.float32) + rng.normal(0, 0.02, 384).astype(np.float32)
-        vec /= np.linalg.norm(vec)
-        level = "public" if i % 50 == 0 else "restricted"  # 60 rows of 3000 visible to a rep
-        meta = {"chunk_id": f"SYN-{i}:v1:s", "title": "Synthetic", "version": 1, "section": "S", "section_id": "s",
-                "source_type": "policy", "effective_from": "2024-01-01", "effective_to": "9999-12-31",
-                "supersedes": None, "superseded_by": None, "date_basis": "date_of_service", "access_level": level,
-                "sensitive": False, "owner": "t", "related_policies": [], "source_file": "x", "text_sha256": "0"}
-        node = make_node(f"SYN-{i}", txt, meta)
-        rows.append(dict(node_id=node.node_id, text=txt, metadata_=row_metadata(node), embedding=vec.tolist()))
-    with db.owner.begin() as conn:
-        conn.execute(Chunk.__table__.insert(), rows)
-        conn.execute(text("ANALYZE data_chunks"))
+    # 60 rows of 3000 visible to a rep.
+    _add_synthetic_chunks(db, demo_db, 3000, lambda i: "public" if i % 50 == 0 else "restricted")
     rep = clearance_for("rep")
     retriever = HybridRetriever(chunk_vector_store(db), embed_model, levels=rep.levels, sensitive=False,
                                 top_k=10, arm_top_k=10)
@@ -233,3 +240,17 @@ def test_filtered_hnsw_top_k_returns_k_for_a_small_permitted_fraction(make_db, e
             counts[mode] = len(conn.execute(sql, qvec).all())
     assert counts["relaxed_order"] == 10
     assert counts["off"] < 10
+
+
+def test_planner_estimates_the_rep_predicate_from_statistics(make_db, demo_db):
+    """Regression (migration 0004): with no statistics on metadata_->>'sensitive' the planner
+    assumed 0.5% of rows passed the rep's predicate (12 of 2,700 here) and chose a full scan
+    and sort over the HNSW index."""
+    db = make_db()
+    _add_synthetic_chunks(db, demo_db, 3000, lambda i: "public" if i % 10 else "restricted")  # 90% visible
+    sql = ("EXPLAIN SELECT id FROM data_chunks WHERE metadata_->>'access_level' IN ('public', 'internal') "
+           "AND metadata_->>'sensitive' = 'false'")
+    with permitted_scope(clearance_for("rep").levels, False), db.app.begin() as conn:
+        plan = "\n".join(conn.execute(text(sql)).scalars())
+    estimated = int(re.search(r"rows=(\d+)", plan).group(1))
+    assert estimated >= 0.3 * 2700, plan

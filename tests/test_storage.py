@@ -7,7 +7,7 @@ from policydesk.storage.migrate import current_revision
 
 def test_migrations_run_up_from_empty(make_db):
     db = make_db()
-    assert current_revision(db.owner) == "0003"
+    assert current_revision(db.owner) == "0004"
     with db.owner.connect() as conn:
         tables = set(conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars())
         ext = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
