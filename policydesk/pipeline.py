@@ -133,12 +133,17 @@ class AskPipeline:
         self.settings = settings
         self.embed_model = embed_model
         self.llm = llm
-        self.today = today or settings.today()
+        self._fixed_today = today  # tests and evals pin "today"; a server reads the clock per request
         self.store = chunk_vector_store(db)
         self.lookup = VersionLookup(db)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
         install_trace_collector()
+
+    @property
+    def today(self) -> date:
+        # Read per request: a server started yesterday must resolve versions for today's date.
+        return self._fixed_today or self.settings.today()
 
     # -- step 1 -----------------------------------------------------------------------------
     def _resolve_role(self, req: AskRequest) -> tuple[str, Clearance]:

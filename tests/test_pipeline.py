@@ -161,3 +161,15 @@ def test_cli_ask_json_contract(settings, tmp_path):
     bad = subprocess.run([cli, "ask", "x", "--as", "rep", "--date-of-service", "2025-02-30", "--json"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "not a date" in bad.stderr
+
+
+def test_today_is_read_per_request_not_at_start(demo_db, settings, embed_model, users):
+    # Regression: the pipeline captured today's date once, so a long-running server would keep
+    # resolving versions for the day it started.
+    moving = settings.model_copy(update={"TODAY": date(2025, 12, 31)})
+    p = build_pipeline(demo_db, moving, embed_model=embed_model)
+    before = p.ask(AskRequest("p_rep", "What is the timely filing limit?"))
+    moving.TODAY = date(2026, 1, 2)
+    after = p.ask(AskRequest("p_rep", "What is the timely filing limit?"))
+    assert {c.version for c in before.citations if c.doc_id == "POL-TF"} == {1}
+    assert {c.version for c in after.citations if c.doc_id == "POL-TF"} == {2}
