@@ -31,13 +31,13 @@ from policydesk.postprocessors import (
     is_what_changed_question,
     render_comparison,
 )
-from policydesk.refusal import Refusal, RefusalReason, screen_question
+from policydesk.refusal import screen_question
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.schema import AnswerWarning, Citation, Claim
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import TraceDraft, active_trace, install_trace_collector, write_trace
-from policydesk.storage.models import OPEN_END, DocumentVersion, User
+from policydesk.storage.models import DocumentVersion, User
 
 log = logging.getLogger(__name__)
 

@@ -6,14 +6,20 @@ Never a mock: every test that touches data runs against real Postgres with pgvec
 from __future__ import annotations
 
 import itertools
+import uuid
+from datetime import date
 import shutil
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from policydesk.config import Settings
 from policydesk.storage.engine import create_database, stop_embedded_servers
+from policydesk.users import add_user
+from tests.web_helpers import PASSWORD, sign_in
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
@@ -78,3 +84,40 @@ def table_counts(db) -> dict[str, int]:
     tables = ("users", "documents", "document_versions", "data_chunks", "traces", "audit_log")
     with db.owner.connect() as conn:
         return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in tables}
+
+
+# -- the web app on the demo database (shared by the web, faults, hostile and page-leak tests) --
+
+WEB_TODAY = date(2026, 11, 29)
+
+
+@pytest.fixture(scope="session")
+def pipeline(demo_db, settings, embed_model):
+    from policydesk.pipeline import build_pipeline
+
+    return build_pipeline(demo_db, settings, embed_model=embed_model, today=WEB_TODAY)
+
+
+@pytest.fixture(scope="session")
+def web_app(settings, demo_db, pipeline):
+    from policydesk.web.app import create_app
+
+    return create_app(settings, db=demo_db, pipeline=pipeline)
+
+
+@pytest.fixture(scope="session")
+def staff(demo_db) -> dict[str, str]:
+    """One user per role, with names unique to this test session."""
+    tag = uuid.uuid4().hex[:6]
+    names = {"rep": f"web-rep-{tag}", "rep2": f"web-rep2-{tag}", "supervisor": f"web-sup-{tag}",
+             "compliance": f"web-comp-{tag}", "mover": f"web-mover-{tag}"}
+    with Session(demo_db.owner) as session, session.begin():
+        for key, name in names.items():
+            role = {"rep2": "rep", "mover": "rep"}.get(key, key)
+            add_user(session, name=name, role=role, password=PASSWORD)
+    return names
+
+
+@pytest.fixture(scope="session")
+def clients(web_app, staff) -> dict[str, TestClient]:
+    return {key: sign_in(web_app, name) for key, name in staff.items()}

@@ -9,11 +9,10 @@ from datetime import date
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from policydesk import disputes, metrics
-from policydesk.access import clearance_for
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
 from policydesk.ingest import check_staleness, ingest_directory
 from policydesk.pipeline import AskRequest, build_pipeline
@@ -23,7 +22,7 @@ from policydesk.web.app import create_app
 from tests.test_ingest import _corpus, _entries
 from tests.test_retrieval import _BrokenEmbedding
 from tests.test_synthesis import ScriptedLLM
-from tests.test_web import PASSWORD, by_class, sign_in, text_of, token_of
+from tests.web_helpers import PASSWORD, by_class, sign_in, text_of, token_of
 from tests.factories import TimeoutLLM
 
 TODAY = date(2026, 11, 29)

@@ -19,7 +19,7 @@ from policydesk.storage.models import Trace
 from policydesk.users import add_user
 from policydesk.web.app import create_app
 from tests.conftest import table_counts
-from tests.test_web import PASSWORD, sign_in, token_of
+from tests.web_helpers import PASSWORD, sign_in, token_of
 
 TODAY = date(2026, 11, 29)
 MAX_EXAMPLES = 12  # per operation: 13 operations, the whole file well under a minute

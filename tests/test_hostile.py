@@ -23,7 +23,7 @@ from policydesk.web.app import create_app
 from tests.conftest import table_counts
 from tests.test_ingest import _corpus, _entries
 from tests.test_synthesis import ScriptedLLM
-from tests.test_web import PASSWORD, by_class, find, sign_in, text_of, token_of
+from tests.web_helpers import PASSWORD, by_class, find, sign_in, text_of, token_of
 
 TODAY = date(2026, 11, 29)
 SQL_META = ["'; DROP TABLE traces; --", "%", "_", "\\", "$$", "' OR '1'='1", "%' OR user_name LIKE '%"]

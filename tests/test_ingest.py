@@ -119,8 +119,6 @@ def test_changed_source_replaces_its_chunks_and_staleness_check_finds_edits(make
 
 def _bad_cases():
     tf1 = "policies/pol-tf-v1.pdf"
-    wiki = "wiki/appeals-faq.md"
-    note = "call_notes/cn-01.txt"
     return {
         "missing field": (lambda e: e[0].pop("owner"), [tf1], "owner: missing required field"),
         "unknown field": (lambda e: e[0].update(colour="red"), [tf1], "colour: unknown field"),

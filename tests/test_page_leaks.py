@@ -11,7 +11,7 @@ import re
 import pytest
 
 from policydesk.evals.leaks import ChunkCatalog
-from tests.test_web import ask, clients, pipeline, staff, web_app  # noqa: F401 (fixtures)
+from tests.web_helpers import ask
 
 # Questions that pass the topic gate but sit next to restricted, compliance-only or sensitive text.
 PROBES = [

@@ -26,7 +26,7 @@ from policydesk.users import add_user
 from policydesk.web.app import create_app
 from tests.conftest import table_counts
 from tests.test_ingest import _corpus, _entries
-from tests.test_web import PASSWORD, by_class, csrf_from, text_of
+from tests.web_helpers import PASSWORD, by_class, csrf_from, text_of
 
 pytestmark = pytest.mark.slow
 

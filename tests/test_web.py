@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import date
-from html.parser import HTMLParser
 from types import SimpleNamespace
 
 import pytest
@@ -14,109 +13,11 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from policydesk.storage.models import AuditEntry, Trace
-from policydesk.users import add_user, set_role
+from policydesk.users import set_role
+from tests.web_helpers import PASSWORD, ask, by_class, csrf_from, find, parse, sign_in, text_of, token_of  # noqa: F401
 
 TODAY = date(2026, 11, 29)
-PASSWORD = "correct horse battery staple"
 HOSTILE = "<script>alert(1)</script> What is the timely filing limit?"
-
-
-# -- HTML parsing: selectors, not string-matching whole pages ------------------------------------
-
-class _Page(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.elements: list[dict] = []
-        self._open: list[dict] = []
-
-    def handle_starttag(self, tag, attrs):
-        el = {"tag": tag, "attrs": dict(attrs), "text": ""}
-        self.elements.append(el)
-        if tag not in ("input", "meta", "link", "br", "img"):
-            self._open.append(el)
-
-    def handle_endtag(self, tag):
-        for i in range(len(self._open) - 1, -1, -1):
-            if self._open[i]["tag"] == tag:
-                del self._open[i:]
-                break
-
-    def handle_data(self, data):
-        for el in self._open:
-            el["text"] += data
-
-
-def parse(html: str) -> _Page:
-    page = _Page()
-    page.feed(html)
-    return page
-
-
-def find(html: str, tag: str, **attrs) -> list[dict]:
-    return [e for e in parse(html).elements if e["tag"] == tag
-            and all(e["attrs"].get(k.rstrip("_")) == v for k, v in attrs.items())]
-
-
-def by_class(html: str, cls: str) -> list[dict]:
-    return [e for e in parse(html).elements if cls in (e["attrs"].get("class") or "").split()]
-
-
-def text_of(html: str, cls: str) -> str:
-    return " ".join(e["text"] for e in by_class(html, cls))
-
-
-def csrf_from(html: str) -> str:
-    return find(html, "input", name="csrf_token")[0]["attrs"]["value"]
-
-
-# -- fixtures ----------------------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def pipeline(demo_db, settings, embed_model):
-    from policydesk.pipeline import build_pipeline
-
-    return build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
-
-
-@pytest.fixture(scope="session")
-def web_app(settings, demo_db, pipeline):
-    from policydesk.web.app import create_app
-
-    return create_app(settings, db=demo_db, pipeline=pipeline)
-
-
-@pytest.fixture(scope="session")
-def staff(demo_db) -> dict[str, str]:
-    """One user per role, with names unique to this test session."""
-    tag = uuid.uuid4().hex[:6]
-    names = {"rep": f"web-rep-{tag}", "rep2": f"web-rep2-{tag}", "supervisor": f"web-sup-{tag}",
-             "compliance": f"web-comp-{tag}", "mover": f"web-mover-{tag}"}
-    with Session(demo_db.owner) as session, session.begin():
-        for key, name in names.items():
-            role = {"rep2": "rep", "mover": "rep"}.get(key, key)
-            add_user(session, name=name, role=role, password=PASSWORD)
-    return names
-
-
-def sign_in(app, name: str) -> TestClient:
-    client = TestClient(app, follow_redirects=False)
-    token = csrf_from(client.get("/login").text)
-    r = client.post("/login", data={"name": name, "password": PASSWORD, "csrf_token": token, "next": "/ask"})
-    assert r.status_code == 303, r.text
-    return client
-
-
-def token_of(client: TestClient, path: str = "/ask") -> str:
-    return csrf_from(client.get(path).text)
-
-
-@pytest.fixture(scope="session")
-def clients(web_app, staff) -> dict[str, TestClient]:
-    return {key: sign_in(web_app, name) for key, name in staff.items()}
-
-
-def ask(client: TestClient, question: str, **dates) -> "object":
-    return client.post("/ask", data={"question": question, "csrf_token": token_of(client), **dates})
 
 
 @pytest.fixture(scope="session")

@@ -142,10 +142,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
             else:
                 for k, v in values.items():
                     setattr(row, k, v)
-            session.execute(delete(Chunk).where(
-                Chunk.metadata_["doc_id"].astext == s.doc_id,
-                Chunk.metadata_["version"].astext == str(s.version),
-            ))
+            session.execute(delete(Chunk).where(Chunk.doc_id == s.doc_id, Chunk.version == s.version))
             for section, vector in zip(p.sections, vectors):
                 node = make_node(s.doc_id, section.text, chunk_metadata(s, section, window))
                 session.add(Chunk(node_id=node.node_id, text=section.text, metadata_=row_metadata(node), embedding=vector))
@@ -171,13 +168,13 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
 
 def _rewrite_chunk_windows(session: Session, doc_id: str, version: int, window: dict) -> None:
     rows = session.execute(select(Chunk.id, Chunk.text, Chunk.metadata_).where(
-        Chunk.metadata_["doc_id"].astext == doc_id, Chunk.metadata_["version"].astext == str(version)
+        Chunk.doc_id == doc_id, Chunk.version == version
     )).all()
-    for chunk_pk, text, meta in rows:
+    for chunk_pk, chunk_text, meta in rows:
         clean = {k: v for k, v in meta.items() if not k.startswith("_") and k not in ("doc_id", "document_id", "ref_doc_id")}
         clean.update(
             effective_to=window["effective_to"].isoformat(),
             superseded_by=window["superseded_by"], supersedes=window["supersedes"],
         )
-        node = make_node(doc_id, text, clean)
+        node = make_node(doc_id, chunk_text, clean)
         session.execute(update(Chunk).where(Chunk.id == chunk_pk).values(metadata_=row_metadata(node)))
