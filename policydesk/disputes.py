@@ -9,7 +9,6 @@ Verdicts are computed in code from effective dates and SHA-256 hashes, never by 
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
@@ -20,12 +19,14 @@ from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
 from policydesk.postprocessors import VersionLookup
-from policydesk.postprocessors.window import in_force_on, window_text
+# The verdict compares against the hash ingest wrote, so it must be ingest's own function.
+from policydesk.ingest.chunks import sha256_text
+from policydesk.postprocessors.window import BASIS_TITLES, in_force_on, window_text
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.storage.scope import permitted_scope
 
 # How a date basis is named on the disputes page ("which date is meant").
-BASIS_LABELS = {"date_of_service": "Date of service", "denial_notice_date": "Date on the denial notice"}
+BASIS_LABELS = BASIS_TITLES
 SEARCH_LIMIT = 50
 AUDIT_LIMIT = 200
 
@@ -38,10 +39,6 @@ NONE_IN_FORCE = "none_in_force"
 
 def basis_label(basis: str | None) -> str:
     return BASIS_LABELS.get(basis or "", "Date (this source names no date basis)")
-
-
-def sha256_text(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 # -- audit --------------------------------------------------------------------------------------

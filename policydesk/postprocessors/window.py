@@ -20,6 +20,13 @@ BASIS_LABELS = {
 }
 
 
+# How each date basis is titled on pages (form fields, verdicts).
+BASIS_TITLES = {
+    "date_of_service": "Date of service",
+    "denial_notice_date": "Date on the denial notice",
+}
+
+
 def basis_label(basis: str | None) -> str:
     return BASIS_LABELS.get(basis or "", (basis or "date").replace("_", " "))
 

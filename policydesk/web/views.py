@@ -11,11 +11,11 @@ from sqlalchemy import text
 
 from policydesk.access import Clearance
 from policydesk.pipeline import DATE_BASES
-from policydesk.postprocessors.window import in_force_on
+from policydesk.postprocessors.window import BASIS_TITLES, display_window, in_force_on
 from policydesk.storage.models import OPEN_END
 from policydesk.storage.scope import permitted_scope
 
-DATE_FIELD_LABELS = {"date_of_service": "Date of service", "denial_notice_date": "Date on the denial notice"}
+DATE_FIELD_LABELS = BASIS_TITLES
 WARNING_LABELS = {
     "recent_change": "Recent change",
     "scheduled_change": "Scheduled change",
@@ -203,10 +203,10 @@ def timelines(lookup, citations: list[dict[str, Any]], clearance: Clearance, dat
         segments = []
         for v in versions:
             v_end = min(v.effective_to, end)
-            last = None if v.effective_to >= OPEN_END else (v.effective_to - timedelta(days=1)).isoformat()
+            first, last = display_window(v.effective_from, v.effective_to)
             left = _pct(v.effective_from, start, span)
             segments.append(Segment(
-                version=v.version, window=window_arrow(v.effective_from.isoformat(), last), left=left,
+                version=v.version, window=window_arrow(first, last), left=left,
                 width=round(_pct(v_end, start, span) - left, 2), cited=(doc_id, v.version) in cited,
                 applies=applies is not None and applies.version == v.version, open_ended=last is None,
             ))
