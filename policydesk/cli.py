@@ -33,13 +33,25 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 @contextmanager
-def _database():
-    """The migrated database for one command; an outage becomes a clear error, not a traceback."""
+def _database(*, serving: bool = False):
+    """The migrated database for one command; an outage becomes a clear error, not a traceback.
+
+    Commands that answer or serve (`serving=True`) first check that the security layers are on
+    and refuse to start, one line per problem, if they are not.
+    """
     from policydesk.runtime import open_migrated
+    from policydesk.storage.security import InsecureStartError, check_secure_start
 
     db = None
     try:
-        db = open_migrated(get_settings())
+        settings = get_settings()
+        db = open_migrated(settings)
+        if serving:
+            try:
+                check_secure_start(db, settings)
+            except InsecureStartError as exc:
+                _fail("refusing to start, the security layers are not all on:\n  - "
+                      + "\n  - ".join(exc.problems), code=4)
         yield db
     except DBAPIError as exc:
         _fail(f"the database is unavailable ({exc.orig.__class__.__name__ if exc.orig else 'error'}); "
@@ -139,7 +151,7 @@ def ask(question: str,
     dates = {"date_of_service": _parse_date(date_of_service, "date of service"),
              "denial_notice_date": _parse_date(denial_date, "denial notice date")}
     settings = get_settings()
-    with _database() as db:
+    with _database(serving=True) as db:
         pipeline = build_pipeline(db, settings)
         result = pipeline.ask(AskRequest(user_name=as_user, question=question, dates=dates))
     if as_json:
@@ -151,16 +163,37 @@ def ask(question: str,
 
 
 @traces_app.command("purge")
-def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than", help="Days.")] = None) -> None:
-    """Delete traces older than DAYS (default from settings) and say how many."""
+def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than", help="Days.")] = None,
+                 by: Annotated[Optional[str], typer.Option("--by", help="Who runs the purge (default: OS user).")] = None,
+                 ) -> None:
+    """Delete traces older than DAYS (default from settings) as the owner; the chain cut and an
+    audit entry are recorded, so `traces verify` still holds."""
+    import getpass
+
     from policydesk.tracing import purge_traces
 
     days = older_than if older_than is not None else get_settings().TRACE_RETENTION_DAYS
     if days <= 0:
         _fail("--older-than must be a positive number of days")
     with _database() as db:
-        n = purge_traces(db, older_than_days=days)
+        n = purge_traces(db, older_than_days=days, actor=by or getpass.getuser())
     typer.echo(f"deleted {n} traces older than {days} days")
+
+
+@traces_app.command("verify")
+def traces_verify() -> None:
+    """Walk the trace and audit-log hash chains; exit 1 naming the first broken row."""
+    from policydesk.storage.chain import CHAINED_TABLES, verify_chain
+
+    with _database() as db:
+        reports = [verify_chain(db.owner, table) for table in CHAINED_TABLES]
+    for r in reports:
+        if r.ok:
+            typer.echo(f"{r.table}: {r.rows} rows verify (chain head seq {r.head_seq if r.head_seq else '-'})")
+        else:
+            typer.secho(f"{r.table}: BROKEN at {r.broken}; {r.rows} rows before it verify", fg=typer.colors.RED)
+    if not all(r.ok for r in reports):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -170,6 +203,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
 
     from policydesk.web.app import create_app
 
+    with _database(serving=True):  # refuse before binding the port; the app opens its own engines
+        pass
     uvicorn.run(create_app(get_settings()), host=host, port=port)
 
 
@@ -180,7 +215,7 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
     from policydesk.users import add_user, get_user
 
     settings = get_settings()
-    with _database() as db:
+    with _database(serving=serve_app) as db:
         report = ingest_directory(db, DEMO_CORPUS, embedding_for(settings), settings, progress=True)
         typer.echo(f"demo corpus: {report.summary()}")
         with Session(db.owner) as session, session.begin():

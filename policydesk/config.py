@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
+LOCAL_APP_DB_PASSWORD = "policydesk-app-local"
 
 
 class Settings(BaseSettings):
@@ -21,7 +22,7 @@ class Settings(BaseSettings):
     DATABASE_URL: str | None = Field(default=None, validation_alias="DATABASE_URL")
     # The application connects as this role, which row-level security binds (no BYPASSRLS).
     APP_DB_ROLE: str = "policydesk_app"
-    APP_DB_PASSWORD: str = "policydesk-app-local"
+    APP_DB_PASSWORD: str = LOCAL_APP_DB_PASSWORD
 
     SECRET_KEY: str = LOCAL_SECRET_KEY
 

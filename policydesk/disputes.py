@@ -9,12 +9,13 @@ Verdicts are computed in code from effective dates and SHA-256 hashes, never by 
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
@@ -22,8 +23,10 @@ from policydesk.postprocessors import VersionLookup
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
 from policydesk.ingest.chunks import sha256_text
 from policydesk.postprocessors.window import BASIS_TITLES, in_force_on, window_text
+from policydesk.storage.chain import RowProof, row_proof
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.storage.scope import permitted_scope
+from policydesk.storage.visible import readable_versions
 
 # How a date basis is named on the disputes page ("which date is meant").
 BASIS_LABELS = BASIS_TITLES
@@ -43,14 +46,27 @@ def basis_label(basis: str | None) -> str:
 
 # -- audit --------------------------------------------------------------------------------------
 
+_AUDIT_INSERT = text("INSERT INTO audit_log (actor, action, target, details) "
+                     "VALUES (:actor, :action, :target, CAST(:details AS jsonb))")
+
+
 def audit(db, *, actor: str, action: str, target: str = "", details: dict[str, Any] | None = None) -> None:
     """One audit_log row, in its own transaction on the application engine (INSERT is granted)."""
+    # No RETURNING: the app role may append to the audit log but (RLS) not read it back outside
+    # a reviewer's scope, and Postgres applies the read policy to RETURNING rows.
     with db.app.begin() as conn:
-        conn.execute(insert(AuditEntry).values(actor=actor, action=action, target=target, details=details or {}))
+        conn.execute(_AUDIT_INSERT, {"actor": actor, "action": action, "target": target,
+                                     "details": json.dumps(details or {}, default=str)})
 
 
-def audit_entries(db, *, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
-    with Session(db.app) as session:
+def reviewing(reviewer: str):
+    """The scope a compliance reviewer reads traces and the audit log in (RLS: every row)."""
+    c = clearance_for("compliance")
+    return permitted_scope(c.levels, c.sensitive, user_name=reviewer, all_traces=True)
+
+
+def audit_entries(db, *, reviewer: str, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+    with reviewing(reviewer), Session(db.app) as session:
         return list(session.scalars(select(AuditEntry).order_by(AuditEntry.at.desc(), AuditEntry.id.desc()).limit(limit)))
 
 
@@ -94,7 +110,7 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
         "asked_before": _day_start(asked_to + timedelta(days=1)) if asked_to else None,
         "limit": limit,
     }
-    with db.app.connect() as conn:
+    with reviewing(reviewer), db.app.connect() as conn:
         rows = conn.execute(text(_SEARCH_SQL), params).all()
     hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
                 r.dates or {}) for r in rows]
@@ -115,7 +131,7 @@ def _day_start(d: date | None) -> datetime | None:
 
 def open(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:  # noqa: A001 - the service verb
     """The stored trace, exactly as recorded. Logged whether or not it exists."""
-    with Session(db.app) as session:
+    with reviewing(reviewer), Session(db.app) as session:
         trace = session.get(Trace, trace_id)
         if trace is not None:
             session.expunge(trace)
@@ -123,12 +139,24 @@ def open(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:  # noqa: A0
     return trace
 
 
-def replays_of(db, trace_id: uuid.UUID) -> list[Trace]:
-    with Session(db.app) as session:
+def replays_of(db, trace_id: uuid.UUID, *, reviewer: str) -> list[Trace]:
+    with reviewing(reviewer), Session(db.app) as session:
         rows = list(session.scalars(select(Trace).where(Trace.replay_of == trace_id).order_by(Trace.created_at)))
         for r in rows:
             session.expunge(r)
     return rows
+
+
+def proof(db, trace_id: uuid.UUID, *, reviewer: str) -> RowProof | None:
+    """Whether this trace verifies: its hash recomputes and it links to the row before it."""
+    with reviewing(reviewer), db.app.begin() as conn:
+        return row_proof(conn, trace_id)
+
+
+def readable_citations(db, trace: Trace, clearance: Clearance) -> set[tuple[str, int]]:
+    """The cited versions this viewer may read today; stored text of any other is withheld."""
+    keys = [(c["doc_id"], c["version"]) for c in trace.citations or []]
+    return readable_versions(db, keys, clearance.levels, clearance.sensitive)
 
 
 # -- check it against the member's date ---------------------------------------------------------

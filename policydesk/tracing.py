@@ -25,8 +25,9 @@ from llama_index.core.instrumentation.events.llm import (
     LLMCompletionEndEvent,
 )
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
-from sqlalchemy import delete, insert
+from sqlalchemy import insert
 
+from policydesk.storage.chain import purge_chained
 from policydesk.storage.models import Trace
 
 
@@ -111,9 +112,10 @@ def write_trace(db, row: dict[str, Any]) -> None:
         conn.execute(insert(Trace).values(**row))
 
 
-def purge_traces(db, *, older_than_days: int, now: datetime | None = None) -> int:
+def purge_traces(db, *, older_than_days: int, actor: str, now: datetime | None = None) -> int:
+    """Retention: the owner removes the oldest traces as a prefix of the hash chain and records
+    the cut and an audit entry (the application role cannot delete traces at all)."""
     if older_than_days <= 0:
         raise ValueError("older_than_days must be positive")
     cutoff = (now or datetime.now(timezone.utc)) - timedelta(days=older_than_days)
-    with db.owner.begin() as conn:
-        return conn.execute(delete(Trace).where(Trace.created_at < cutoff)).rowcount
+    return purge_chained(db.owner, cutoff=cutoff, actor=actor).rows_removed

@@ -44,14 +44,14 @@ def answered(pipeline, names, demo_db) -> Trace:
 
 
 def _trace(db, trace_id) -> Trace:
-    with Session(db.app) as session:
+    with Session(db.owner) as session:
         trace = session.get(Trace, trace_id)
         session.expunge(trace)
     return trace
 
 
 def _audit(db, actor: str) -> list[AuditEntry]:
-    with Session(db.app) as session:
+    with Session(db.owner) as session:
         return list(session.scalars(select(AuditEntry).where(AuditEntry.actor == actor).order_by(AuditEntry.id)))
 
 
@@ -82,7 +82,7 @@ def test_search_excludes_replays_and_eval_runs(demo_db, pipeline, answered, name
     hits = disputes.search(demo_db, "timely filing", None, None, None, reviewer=names["reviewer"])
     ids = {h.id for h in hits}
     assert replayed.trace_id not in ids
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         kinds = set(session.scalars(select(Trace.kind).where(Trace.id.in_(ids))))
     assert kinds == {"ask"}
 
@@ -98,7 +98,7 @@ def test_search_by_asked_dates_is_inclusive(demo_db, answered, names):
 def test_search_treats_hostile_words_as_data(demo_db, names):
     hits = disputes.search(demo_db, "'); DROP TABLE traces; --", "x' OR '1'='1", None, None, reviewer=names["reviewer"])
     assert hits == []
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         assert session.scalar(select(Trace.id).limit(1)) is not None
 
 
@@ -167,11 +167,11 @@ def test_replay_uses_the_original_role_and_links_the_trace(demo_db, pipeline, an
     assert replay.dates["date_of_service"] == "2025-11-03"
     entry = _audit(demo_db, names["reviewer"])[-1]
     assert entry.action == "replay" and entry.details["replay_trace"] == str(result.trace_id)
-    assert [r.id for r in disputes.replays_of(demo_db, answered.id)].count(result.trace_id) == 1
+    assert [r.id for r in disputes.replays_of(demo_db, answered.id, reviewer=names["reviewer"])].count(result.trace_id) == 1
 
 
 def test_audit_entries_lists_newest_first(demo_db, names):
     disputes.audit(demo_db, actor=names["reviewer"], action="search", details={"words": "first"})
     disputes.audit(demo_db, actor=names["reviewer"], action="search", details={"words": "second"})
-    mine = [e for e in disputes.audit_entries(demo_db) if e.actor == names["reviewer"]]
+    mine = [e for e in disputes.audit_entries(demo_db, reviewer=names["reviewer"]) if e.actor == names["reviewer"]]
     assert mine[0].details["words"] == "second"

@@ -66,6 +66,22 @@ def test_no_leaks_for_any_role_in_retrieval_prompts_or_answers(ci_run):
     assert ci_run.passed
 
 
+def test_leak_matrix_positive_control_is_flagged(ci_run):
+    # Issue 12: the same checker over a deliberately unscoped retriever must report leaks, or the
+    # zero above could come from a blind checker.
+    control = ci_run.leak_control.cells["rep"]
+    assert control.questions == len(CI_SLICE)
+    assert control.retrieval > 0 and control.prompt > 0
+    assert ci_run.leak_check_proven
+
+
+def test_a_blind_leak_check_fails_the_run(ci_run):
+    import dataclasses
+
+    blind = dataclasses.replace(ci_run, leak_control=LeakMatrix())
+    assert blind.leak_total == 0 and not blind.leak_check_proven and not blind.passed
+
+
 def test_eval_requests_are_traced_with_kind_eval(ci_run, demo_db):
     from sqlalchemy import text
 

@@ -91,7 +91,7 @@ def test_source_edited_after_ingest_is_flagged_on_new_answers_and_in_disputes(ma
 
     # Re-indexed, the text under the first answer's citation no longer has the hash it was cited with.
     ingest_directory(db, root, embed_model, settings)
-    with Session(db.app) as s:
+    with Session(db.owner) as s:
         trace = s.get(Trace, first.trace_id)
         s.expunge(trace)
     verdicts = disputes.check(db, trace, date(2026, 1, 5), reviewer="stale-reviewer")
@@ -100,7 +100,7 @@ def test_source_edited_after_ingest_is_flagged_on_new_answers_and_in_disputes(ma
     cited = trace.citations[0]
     assert cited["text_sha256"] != disputes.sha256_text(disputes._current_text(
         db, cited["chunk_id"], pipeline._resolve_role(AskRequest("stale-rep", ""))[1]))
-    audit = disputes.audit_entries(db)[0]
+    audit = disputes.audit_entries(db, reviewer="stale-reviewer")[0]
     assert audit.action == "check" and audit.details["verdicts"][0]["verdict"] == "edited"
 
 

@@ -39,7 +39,7 @@ def auth(fuzz_app, demo_db) -> dict:
     client: TestClient = sign_in(fuzz_app, name)
     r = client.post("/ask", data={"question": "What is the timely filing limit?", "csrf_token": token_of(client)})
     assert r.status_code == 200  # a real answer, so fuzzed checks and replays have one to work on
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         trace_id = str(session.scalar(select(Trace.id).where(Trace.user_name == name)))
     return {"trace_id": trace_id,"cookies": {"policydesk_session": client.cookies.get("policydesk_session")},
             "headers": {"X-CSRF-Token": token_of(client)}}

@@ -55,7 +55,7 @@ def rep_trace(clients, names, demo_db) -> uuid.UUID:
     r = clients["rep"].post("/ask", data={"question": "What is the timely filing limit?",
                                           "csrf_token": token_of(clients["rep"])})
     assert r.status_code == 200
-    with Session(demo_db.app) as s:
+    with Session(demo_db.owner) as s:
         return s.scalar(select(Trace.id).where(Trace.user_name == names["rep"]).order_by(Trace.created_at.desc()))
 
 
@@ -93,7 +93,7 @@ def test_script_in_a_document_is_escaped_on_ask_and_disputes_pages(make_db, embe
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text  # ...because it is escaped
         _no_live_script(page.text)
 
-    with Session(db.app) as s:
+    with Session(db.owner) as s:
         trace_id = s.scalar(select(Trace.id).where(Trace.user_name == "h-rep"))
     page = reviewer.get(f"/disputes/{trace_id}")
     assert page.status_code == 200
@@ -200,7 +200,7 @@ def test_rep_cannot_read_another_users_trace_by_id(clients, names, demo_db):
     secret_question = f"What is the appeal window after a denial? marker-{uuid.uuid4().hex[:8]}"
     other = clients["rep2"]
     other.post("/ask", data={"question": secret_question, "csrf_token": token_of(other)})
-    with Session(demo_db.app) as s:
+    with Session(demo_db.owner) as s:
         trace = s.scalars(select(Trace).where(Trace.user_name == names["rep2"], Trace.question == secret_question)).one()
         chunk = (trace.citations or [{"chunk_id": "POL-APL:v2:x"}])[0]["chunk_id"]
     rep = clients["rep"]

@@ -10,8 +10,11 @@ import re
 
 import pytest
 
+from policydesk.access import clearance_for
 from policydesk.evals.leaks import ChunkCatalog
-from tests.web_helpers import ask
+from policydesk.pipeline import AskPipeline
+from tests.conftest import WEB_TODAY
+from tests.web_helpers import ask, sign_in
 
 # Questions that pass the topic gate but sit next to restricted, compliance-only or sensitive text.
 PROBES = [
@@ -55,3 +58,22 @@ def test_probes_do_reach_restricted_text_when_cleared(pages, catalog):
     # Without this, a page check that finds nothing could mean the probes never got close.
     seen_by_compliance = catalog.restricted_in_text("rep", pages["compliance"])
     assert seen_by_compliance, "the probes never surfaced text a rep may not see"
+
+
+class _UnscopedPipeline(AskPipeline):
+    """Deliberately leaky: every caller is given compliance clearance (the positive control)."""
+
+    def _resolve_role(self, req):
+        role, _ = super()._resolve_role(req)
+        return role, clearance_for("compliance")
+
+
+def test_positive_control_a_leaky_route_is_reported(settings, demo_db, pipeline, staff, catalog):
+    # Issue 12: a page check that can never fail proves nothing. The same probes and the same
+    # checker, run against a route whose pipeline ignores the caller's role, must report a leak.
+    from policydesk.web.app import create_app
+
+    leaky = _UnscopedPipeline(demo_db, settings, pipeline.embed_model, pipeline.llm, today=WEB_TODAY)
+    app = create_app(settings, db=demo_db, pipeline=leaky)
+    leaked = catalog.restricted_in_text("rep", _pages(sign_in(app, staff["rep"])))
+    assert leaked, "the page-leak check did not notice an unscoped route: the check itself is broken"

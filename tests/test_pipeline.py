@@ -131,9 +131,9 @@ def test_what_changed_is_computed_from_both_versions(pipeline):
 def test_purge_deletes_old_traces_and_refuses_zero(pipeline, demo_db):
     r = pipeline.ask(AskRequest("p_rep", "What is the timely filing limit?"))
     with pytest.raises(ValueError):
-        purge_traces(demo_db, older_than_days=0)
+        purge_traces(demo_db, older_than_days=0, actor="test")
     future = datetime.now(timezone.utc) + timedelta(days=400)
-    n = purge_traces(demo_db, older_than_days=30, now=future)
+    n = purge_traces(demo_db, older_than_days=30, actor="test", now=future)
     assert n >= 1
     with demo_db.owner.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM traces WHERE id = :i"), {"i": r.trace_id}).scalar_one() == 0

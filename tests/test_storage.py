@@ -5,9 +5,19 @@ from sqlalchemy import text
 from policydesk.storage.migrate import current_revision
 
 
+def _head() -> str:
+    from alembic.script import ScriptDirectory
+
+    from policydesk.storage.migrate import MIGRATIONS
+
+    heads = ScriptDirectory(str(MIGRATIONS)).get_heads()
+    assert len(heads) == 1, f"migrations have several heads: {heads}"
+    return heads[0]
+
+
 def test_migrations_run_up_from_empty(make_db):
     db = make_db()
-    assert current_revision(db.owner) == "0004"
+    assert current_revision(db.owner) == _head()
     with db.owner.connect() as conn:
         tables = set(conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars())
         ext = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
@@ -31,9 +41,10 @@ def test_rls_is_forced_on_policy_tables(make_db):
     with db.owner.connect() as conn:
         rows = conn.execute(text(
             "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
-            "WHERE relname IN ('data_chunks', 'document_versions', 'documents') ORDER BY relname"
+            "WHERE relname IN ('data_chunks', 'document_versions', 'documents', 'traces', 'audit_log') ORDER BY relname"
         )).all()
-    assert rows == [("data_chunks", True, True), ("document_versions", True, True), ("documents", True, True)]
+    assert rows == [("audit_log", True, True), ("data_chunks", True, True), ("document_versions", True, True),
+                    ("documents", True, True), ("traces", True, True)]
 
 
 def test_app_role_cannot_write_policy_text(make_db):

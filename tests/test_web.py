@@ -25,7 +25,7 @@ def walkthrough_trace(clients, staff, demo_db) -> uuid.UUID:
     """The rep's undated timely-filing answer, as stored."""
     r = ask(clients["rep"], "What is the timely filing limit?")
     assert r.status_code == 200, r.text
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         return session.scalar(select(Trace.id).where(Trace.user_name == staff["rep"], Trace.kind == "ask")
                               .order_by(Trace.created_at.desc()).limit(1))
 
@@ -248,7 +248,7 @@ def test_disputes_are_forbidden_to_other_roles(clients, walkthrough_trace, demo_
 
 
 def _audit_count(db) -> int:
-    with Session(db.app) as session:
+    with Session(db.owner) as session:
         return len(session.scalars(select(AuditEntry.id)).all())
 
 
@@ -337,7 +337,7 @@ def test_disputes_replay_answers_for_the_member_date(clients, walkthrough_trace,
     assert side
     assert "90 days" in r.text and "180 days" in text_of(r.text, "answer-text")
     assert "version 1 · in force 2024-01-01 → 2025-12-31" in text_of(r.text, "answer-window")
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         replay = session.scalars(select(Trace).where(Trace.replay_of == walkthrough_trace)
                                  .order_by(Trace.created_at.desc())).first()
     assert replay.kind == "replay" and replay.user_name == staff["compliance"] and replay.user_role == "rep"
@@ -352,7 +352,7 @@ def test_disputes_actions_are_audited(clients, walkthrough_trace, staff, demo_db
     client.get("/disputes", params={"words": "timely filing"})
     client.get(f"/disputes/{walkthrough_trace}")
     client.post(f"/disputes/{walkthrough_trace}/check", data={"member_date": "2025-11-03", "csrf_token": token_of(client, "/disputes")})
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         actions = {a for a, in session.execute(select(AuditEntry.action).where(AuditEntry.actor == staff["compliance"]))}
     assert {"search", "open", "check"} <= actions
     r = client.get("/disputes/audit")
@@ -362,7 +362,7 @@ def test_disputes_actions_are_audited(clients, walkthrough_trace, staff, demo_db
 
 def test_hostile_question_is_escaped_on_disputes_page(clients, staff, demo_db):
     ask(clients["rep2"], HOSTILE)
-    with Session(demo_db.app) as session:
+    with Session(demo_db.owner) as session:
         trace_id = session.scalar(select(Trace.id).where(Trace.user_name == staff["rep2"], Trace.question == HOSTILE))
     for r in (clients["compliance"].get(f"/disputes/{trace_id}"),
               clients["compliance"].get("/disputes", params={"staff": staff["rep2"]})):

@@ -88,6 +88,10 @@ def eval_command(
     if run.leak_total:
         typer.secho(f"FAILED: {run.leak_total} leak(s) above clearance", err=True, fg=typer.colors.RED)
         raise typer.Exit(1)
+    if not run.leak_check_proven:
+        typer.secho("FAILED: the leak check's positive control (an unscoped retriever) was not flagged, so the "
+                    "leak matrix cannot be trusted", err=True, fg=typer.colors.RED)
+        raise typer.Exit(1)
     if not run.clean:
         typer.secho("NOT CLEAN: degraded items " + ", ".join(run.degraded_items), err=True, fg=typer.colors.YELLOW)
         raise typer.Exit(3)

@@ -25,7 +25,7 @@ from policydesk.evals.baseline import NaiveBaseline
 from policydesk.evals.calibrate import Calibration, calibrate
 from policydesk.evals.golden import BUCKETS, Golden, GoldenItem, check_against_db, load_golden
 from policydesk.evals.grader import grade_groundedness, live_provider
-from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
+from policydesk.evals.leaks import ChunkCatalog, LeakMatrix, UnscopedDenseRetriever, leak_control
 
 SYSTEMS = ("full", "baseline")
 EVAL_USER_PREFIX = "eval-"
@@ -126,6 +126,8 @@ class EvalRun:
     items: list[GoldenItem]
     records: list[ItemRecord] = field(default_factory=list)
     leaks: LeakMatrix = field(default_factory=LeakMatrix)
+    # The positive control: an unscoped retriever through the same checker. None = not run.
+    leak_control: LeakMatrix | None = None
     calibration: Calibration | None = None
     summary: dict = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
@@ -146,8 +148,13 @@ class EvalRun:
         return self.leaks.total
 
     @property
+    def leak_check_proven(self) -> bool:
+        """The checker flagged the deliberately leaky retriever (or the matrix was not run)."""
+        return self.leak_control is None or self.leak_control.total > 0
+
+    @property
     def passed(self) -> bool:
-        return self.leak_total == 0
+        return self.leak_total == 0 and self.leak_check_proven
 
     def record(self, system: str, item_id: str) -> ItemRecord:
         return next(r for r in self.records if r.system == system and r.item_id == item_id)
@@ -262,6 +269,8 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
                                      result.answer or "", [c.chunk_id for c in result.citations])
             if item.role == role:
                 run.record("full", item.id).leaks = found
+        run.leak_control = leak_control(catalog, UnscopedDenseRetriever(db, embed_model, k),
+                                        [(item.id, item.question) for item in golden.items])
     if do_calibrate:
         run.calibration = calibrate(db, settings, golden, embed_model, k=k)
     run.summary = summarize(run)
@@ -307,6 +316,7 @@ def summarize(run: EvalRun) -> dict:
                 out["buckets"].setdefault(b, {})[system] = _system_summary(brecs, items)
     out["leaks"] = run.leaks.to_json()
     out["leak_total"] = run.leak_total
+    out["leak_control_total"] = run.leak_control.total if run.leak_control is not None else None
     out["clean"] = run.clean
     out["degraded_items"] = run.degraded_items
     out["failures"] = {s: sorted(r.item_id for r in run.records if r.system == s and not r.correct_and_cited)

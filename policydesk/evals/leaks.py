@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from sqlalchemy import text
 
 from policydesk import metrics
@@ -96,7 +98,7 @@ class LeakMatrix:
         return sum(c.total for c in self.cells.values())
 
     def record(self, catalog: ChunkCatalog, role: str, item_id: str, context_ids, prompts, answer: str,
-               cited_ids) -> dict[str, list[str]]:
+               cited_ids, *, count_metric: bool = True) -> dict[str, list[str]]:
         cell = self.cells.setdefault(role, LeakCell(role))
         cell.questions += 1
         found = {
@@ -109,10 +111,43 @@ class LeakMatrix:
             setattr(cell, stage, getattr(cell, stage) + len(ids))
             if ids and len(cell.examples) < 20:
                 cell.examples.append({"item": item_id, "stage": stage, "chunks": ids})
-        if any(found.values()):
+        if count_metric and any(found.values()):
             metrics.LEAK_TEST_FAILURES.inc()
         return found
 
     def to_json(self) -> dict:
         return {r: {"questions": c.questions, "retrieval": c.retrieval, "prompt": c.prompt, "answer": c.answer,
                     "examples": c.examples} for r, c in self.cells.items()}
+
+
+# -- the positive control -------------------------------------------------------------------------
+
+class UnscopedDenseRetriever(BaseRetriever):
+    """Deliberately leaky: nearest chunks through the owner login, with no access predicate and no
+    row-level security. Never used to answer; it exists so the leak check can prove it detects."""
+
+    def __init__(self, db, embed_model, k: int = 8) -> None:
+        super().__init__()
+        self._db, self._embed_model, self._k = db, embed_model, k
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedding = self._embed_model.get_query_embedding(query_bundle.query_str)
+        with self._db.owner.connect() as conn:
+            rows = conn.execute(text(
+                "SELECT node_id, text FROM data_chunks ORDER BY embedding <=> CAST(:e AS vector) LIMIT :k"),
+                {"e": str(list(embedding)), "k": self._k}).all()
+        return [NodeWithScore(node=TextNode(id_=r.node_id, text=r.text)) for r in rows]
+
+
+def leak_control(catalog: ChunkCatalog, retriever: BaseRetriever, questions: list[tuple[str, str]],
+                 role: str = "rep") -> LeakMatrix:
+    """Run (item id, question) pairs through `retriever` as `role` and record them with the same
+    checker as the real matrix. For the unscoped retriever this must find leaks; if it finds
+    none, the checker is blind and a zero in the real matrix proves nothing."""
+    control = LeakMatrix()
+    for item_id, question in questions:
+        nodes = retriever.retrieve(question)
+        ids = [n.node.node_id for n in nodes]
+        control.record(catalog, role, item_id, ids, ["\n\n".join(n.node.get_content() for n in nodes)], "", [],
+                       count_metric=False)
+    return control

@@ -23,6 +23,9 @@ def _status(run) -> str:
     parts = ["CLEAN" if run.clean else f"NOT CLEAN ({len(run.degraded_items)} degraded item(s): "
              + ", ".join(run.degraded_items) + ")"]
     parts.append("0 leaks" if run.leak_total == 0 else f"LEAKS: {run.leak_total} — run FAILED")
+    if run.leak_control is not None:
+        parts.append(f"leak check proven (positive control flagged {run.leak_control.total})" if run.leak_check_proven
+                     else "LEAK CHECK UNPROVEN: the positive control was not flagged — run FAILED")
     return "; ".join(parts)
 
 
@@ -70,6 +73,11 @@ def render_summary_md(run) -> str:
         c = s["leaks"].get(role)
         if c:
             lines.append(f"| {role} | {c['questions']} | {c['retrieval']} | {c['prompt']} | {c['answer']} |")
+    if run.leak_control is not None:
+        c = run.leak_control.cells["rep"]
+        lines += ["", "Positive control: the same checker over a deliberately unscoped retriever (owner login, no "
+                  f"predicate, no RLS) as rep, {c.questions} questions: {c.retrieval} in retrieval, {c.prompt} in "
+                  "prompts. It must be above zero, or the zeros above prove nothing."]
     if run.calibration:
         cj = run.calibration.to_json()
         lines += ["", "## Abstention threshold calibration", "",

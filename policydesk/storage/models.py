@@ -17,6 +17,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     Float,
+    FetchedValue,
     ForeignKey,
     Integer,
     String,
@@ -106,7 +107,8 @@ class Trace(Base):
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     kind: Mapped[str] = mapped_column(String(16))  # ask | replay | eval
-    replay_of: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("traces.id", ondelete="SET NULL"))
+    # Not a foreign key (migration 0005): a purge must not rewrite newer rows that link here.
+    replay_of: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     user_name: Mapped[str] = mapped_column(String(64))
     user_role: Mapped[str] = mapped_column(String(32))
     permitted_levels: Mapped[list[str]] = mapped_column(ARRAY(String))
@@ -132,6 +134,10 @@ class Trace(Base):
     tokens_in: Mapped[int] = mapped_column(Integer, default=0)
     tokens_out: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    # Set by the database's chain trigger (migration 0005), never by the application.
+    seq: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
+    prev_hash: Mapped[str] = mapped_column(String(64), server_default=FetchedValue())
+    row_hash: Mapped[str] = mapped_column(String(64), server_default=FetchedValue())
     search_tsv = mapped_column(
         TSVECTOR,
         Computed("to_tsvector('english', coalesce(question, '') || ' ' || coalesce(answer_text, ''))", persisted=True),
@@ -146,3 +152,21 @@ class AuditEntry(Base):
     action: Mapped[str] = mapped_column(String(32))
     target: Mapped[str] = mapped_column(Text, default="")
     details: Mapped[dict] = mapped_column(JSONB, default=dict)
+    # Set by the database's chain trigger (migration 0005), never by the application.
+    seq: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
+    prev_hash: Mapped[str] = mapped_column(String(64), server_default=FetchedValue())
+    row_hash: Mapped[str] = mapped_column(String(64), server_default=FetchedValue())
+
+
+class ChainCut(Base):
+    """Where a retention purge cut a hash chain: the last removed row's seq and hash."""
+
+    __tablename__ = "chain_cuts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    table_name: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    actor: Mapped[str] = mapped_column(Text)
+    cutoff: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    last_hash: Mapped[str] = mapped_column(String(64))
+    rows_removed: Mapped[int] = mapped_column(Integer)

@@ -21,15 +21,20 @@ from sqlalchemy.engine import Engine
 class Scope:
     levels: tuple[str, ...]
     sensitive: bool
+    # Whose traces the transaction may read (migration 0005): the caller's own, or every row
+    # for a compliance reviewer. None reads no trace.
+    user_name: str | None = None
+    all_traces: bool = False
 
 
 _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("policydesk_scope", default=None)
 
 
 @contextmanager
-def permitted_scope(levels: tuple[str, ...] | list[str], sensitive: bool) -> Iterator[Scope]:
+def permitted_scope(levels: tuple[str, ...] | list[str], sensitive: bool, *, user_name: str | None = None,
+                    all_traces: bool = False) -> Iterator[Scope]:
     """Run the block with these access levels bound to every application-engine transaction."""
-    scope = Scope(tuple(levels), bool(sensitive))
+    scope = Scope(tuple(levels), bool(sensitive), user_name, bool(all_traces))
     token = _current.set(scope)
     try:
         yield scope
@@ -58,8 +63,12 @@ def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int) 
         if scope is not None:
             params["levels"] = ",".join(scope.levels)
             params["sensitive"] = "on" if scope.sensitive else "off"
+            params["user"] = scope.user_name or ""
+            params["all_traces"] = "on" if scope.all_traces else "off"
             sql += (
                 ", set_config('policydesk.levels', %(levels)s, true), "
-                "set_config('policydesk.sensitive', %(sensitive)s, true)"
+                "set_config('policydesk.sensitive', %(sensitive)s, true), "
+                "set_config('policydesk.user', %(user)s, true), "
+                "set_config('policydesk.all_traces', %(all_traces)s, true)"
             )
         conn.exec_driver_sql(sql, params)

@@ -33,7 +33,10 @@ def create_app(settings: Settings, *, db=None, pipeline=None) -> FastAPI:
         if app.state.db is None:
             from policydesk.runtime import open_migrated
 
+            from policydesk.storage.security import check_secure_start
+
             owned = app.state.db = open_migrated(settings)
+            check_secure_start(owned, settings)  # InsecureStartError: uvicorn exits, nothing served
         if app.state.pipeline is None:
             from policydesk.pipeline import build_pipeline
 

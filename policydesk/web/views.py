@@ -114,8 +114,12 @@ def dates_line(dates: dict[str, Any] | None, no_date: str) -> str:
 
 
 def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_date: str,
-                text_url: Callable[[str], str] | None = None, include_text: bool = False) -> AnswerView:
-    """From the stored/JSON form of an answer (AskResult.to_json or traces.answer) and its citations."""
+                text_url: Callable[[str], str] | None = None, include_text: bool = False,
+                readable: set[tuple[str, int]] | None = None) -> AnswerView:
+    """From the stored/JSON form of an answer (AskResult.to_json or traces.answer) and its citations.
+
+    With `include_text`, a citation's stored text is shown only if its (doc_id, version) is in
+    `readable`, the versions the viewer may read today (policydesk.storage.visible)."""
     if data.get("refused"):
         status, message = "refused", data.get("refusal_reason") or "The question was refused."
     elif data.get("error"):
@@ -131,7 +135,8 @@ def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_dat
             source_type=c.get("source_type", ""), version=int(c["version"]),
             window=window_arrow(c["effective_from"], c.get("effective_to")),
             text_url=text_url(c["chunk_id"]) if text_url else None,
-            text=c.get("text") if include_text else None, dom_id=f"cite-{i}",
+            text=c.get("text") if include_text and (c["doc_id"], int(c["version"])) in (readable or set()) else None,
+            dom_id=f"cite-{i}",
         ))
     number = {c.chunk_id: c.number for c in cites}
     claims = [ClaimView(cl["text"], [number[cid] for cid in cl.get("citations", []) if cid in number])

@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 
 from policydesk.pipeline import DATE_BASES, AskRequest
 from policydesk.storage.models import Trace
+from policydesk.storage.scope import permitted_scope
+from policydesk.storage.visible import readable_versions
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep
 from policydesk.web.templating import render
 from policydesk.web.views import answer_view, citation_url, date_fields, timelines, window_arrow
@@ -47,16 +49,19 @@ def ask_question(request: Request, user: CurrentUser, db: DbDep, pipeline: Pipel
 
 @router.get("/citations/{trace_id}/{chunk_id}")
 def show_citation(request: Request, user: CurrentUser, db: DbDep, trace_id: str, chunk_id: str):
-    """The cited text as stored in the caller's own trace: another user's trace is not found."""
+    """The cited text from the caller's own trace, shown only while the caller's CURRENT clearance
+    may read that source version: a demoted user gets the same 404 as for a citation that never
+    existed (issue 12: the link used to keep serving restricted text after a role change)."""
     try:
         tid = uuid.UUID(trace_id)
     except ValueError:
         raise HTTPException(status_code=404, detail="No such citation.") from None
-    with Session(db.app) as session:
+    clearance = user.clearance
+    with permitted_scope(clearance.levels, clearance.sensitive, user_name=user.name), Session(db.app) as session:
         row = session.execute(select(Trace.citations, Trace.question).where(
             Trace.id == tid, Trace.user_name == user.name)).first()
     cite = next((c for c in (row.citations if row else []) if c.get("chunk_id") == chunk_id), None)
-    if cite is None:
+    if cite is None or not readable_versions(db, [(cite["doc_id"], cite["version"])], clearance.levels, clearance.sensitive):
         raise HTTPException(status_code=404, detail="No such citation.")
     return render(request, "citation.html", {
         "question": row.question, "title": cite["title"], "section": cite["section"], "text": cite["text"],

@@ -46,7 +46,7 @@ def list_audit(request: Request, reviewer: ComplianceUser, db: DbDep):
         "at": e.at.strftime("%Y-%m-%d %H:%M:%S %Z").strip(), "actor": e.actor, "action": e.action, "target": e.target,
         "target_url": f"/disputes/{e.target}" if e.action in ("open", "check", "replay") and e.target else None,
         "details": json.dumps(e.details, sort_keys=True, default=str),
-    } for e in disputes.audit_entries(db)]
+    } for e in disputes.audit_entries(db, reviewer=reviewer.name)]
     return render(request, "disputes/audit.html", {"rows": rows})
 
 
@@ -61,7 +61,7 @@ def open_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline:
 @router.post("/{trace_id}/check")
 def check_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str,
                  member_date: Annotated[str, Form()] = ""):
-    trace = _load(db, trace_id)
+    trace = _load(db, trace_id, reviewer)
     ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date)
     day = _member_date(member_date, ctx, "check_problem")
     if day is None:
@@ -73,7 +73,7 @@ def check_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline
 @router.post("/{trace_id}/replay")
 def replay_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str,
                   member_date: Annotated[str, Form()] = ""):
-    trace = _load(db, trace_id)
+    trace = _load(db, trace_id, reviewer)
     ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date)
     day = _member_date(member_date, ctx, "replay_problem")
     if day is None:
@@ -98,9 +98,9 @@ def _trace_id(value: str) -> uuid.UUID:
         raise HTTPException(status_code=404, detail="No answer with that id.") from None
 
 
-def _load(db, trace_id: str) -> Trace:
+def _load(db, trace_id: str, reviewer: Staff) -> Trace:
     """Read the trace for a check or replay (those write their own audit rows)."""
-    with Session(db.app) as session:
+    with disputes.reviewing(reviewer.name), Session(db.app) as session:
         trace = session.get(Trace, _trace_id(trace_id))
         if trace is None:
             raise HTTPException(status_code=404, detail="No answer with that id.")
@@ -122,7 +122,8 @@ def _member_date(value: str, ctx: dict, problem_key: str) -> date | None:
 def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date: str = "") -> dict:
     bases = disputes.date_bases(db, trace, clearance=reviewer.clearance)
     label = " / ".join(disputes.basis_label(b) for b in bases)
-    view = answer_view(trace.answer or {}, trace.citations or [], no_date="no date entered", include_text=True)
+    view = answer_view(trace.answer or {}, trace.citations or [], no_date="no date entered", include_text=True,
+                       readable=disputes.readable_citations(db, trace, reviewer.clearance))
     asked_on = trace.created_at.date()
     view.timelines = timelines(pipeline.lookup, trace.citations or [], reviewer.clearance, trace.dates,
                                asked_on, "Asked on")
@@ -134,7 +135,8 @@ def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date:
         "member_label": f"Member's {label[0].lower()}{label[1:]}" if label else "Member's date",
         "basis_note": label,
         "member_date": member_date,
-        "replays": disputes.replays_of(db, trace.id),
+        "replays": disputes.replays_of(db, trace.id, reviewer=reviewer.name),
+        "proof": disputes.proof(db, trace.id, reviewer=reviewer.name),
         "verdicts": None,
         "replay": None,
         "check_problem": None,

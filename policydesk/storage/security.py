@@ -1,0 +1,85 @@
+"""Start-up checks that the security layers are really on (refuse to serve if not).
+
+Row-level security only binds a role without SUPERUSER or BYPASSRLS, on tables where it is
+enabled and forced; append-only proof holds only while the application role cannot UPDATE,
+DELETE or TRUNCATE the chained tables. A migration rolled back or a `DATABASE_URL` pointed at
+the wrong login silently undoes each of these, so they are read from the catalog at start-up.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from policydesk.config import LOCAL_APP_DB_PASSWORD
+
+# Tables whose rows a caller may only see inside their scope.
+PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log")
+APPEND_ONLY_TABLES = ("traces", "audit_log")
+_WRITES = ("UPDATE", "DELETE", "TRUNCATE")
+MIN_SECRET_KEY_BYTES = 32
+
+
+class InsecureStartError(RuntimeError):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def database_problems(app: Engine) -> list[str]:
+    """What is wrong with the application login and the schema, one line (with its fix) each."""
+    problems = []
+    with app.connect() as conn:
+        me = conn.execute(text(
+            "SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")).one()
+        if me.rolsuper:
+            problems.append(f"the application login {me.rolname!r} is a superuser, so row-level security does not "
+                            f"bind it: connect as a plain role (ALTER ROLE {me.rolname} NOSUPERUSER)")
+        if me.rolbypassrls:
+            problems.append(f"the application login {me.rolname!r} has BYPASSRLS, so row-level security does not "
+                            f"bind it: ALTER ROLE {me.rolname} NOBYPASSRLS")
+        rows = conn.execute(text(
+            "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
+            "WHERE relname = ANY(:t) AND relnamespace = 'public'::regnamespace"), {"t": list(PROTECTED_TABLES)}).all()
+        found = {r.relname: r for r in rows}
+        for table in PROTECTED_TABLES:
+            r = found.get(table)
+            if r is None:
+                problems.append(f"table {table} is missing: run the migrations (policydesk starts them itself; "
+                                "check the owner login in DATABASE_URL)")
+            elif not r.relrowsecurity:
+                problems.append(f"row-level security is off on {table}: ALTER TABLE {table} ENABLE ROW LEVEL SECURITY "
+                                "(or re-run the migrations to head)")
+            elif not r.relforcerowsecurity:
+                problems.append(f"row-level security is not forced on {table}: ALTER TABLE {table} FORCE ROW LEVEL "
+                                "SECURITY (or re-run the migrations to head)")
+        for table in APPEND_ONLY_TABLES:
+            if table not in found:
+                continue
+            for priv in _WRITES:
+                if conn.execute(text("SELECT has_table_privilege(current_user, :t, :p)"),
+                                {"t": table, "p": priv}).scalar():
+                    problems.append(f"the application login may {priv} {table}, so recorded proof could be changed: "
+                                    f"REVOKE {priv} ON {table} FROM {me.rolname}")
+    return problems
+
+
+def settings_problems(settings) -> list[str]:
+    """Production-only: secrets left at their shipped defaults."""
+    if settings.ENVIRONMENT != "production":
+        return []
+    problems = []
+    if settings.APP_DB_PASSWORD == LOCAL_APP_DB_PASSWORD:
+        problems.append("POLICYDESK_APP_DB_PASSWORD is the shipped default: set a real password for the "
+                        "application login (and ALTER ROLE ... PASSWORD to match)")
+    if len(settings.SECRET_KEY.encode()) < MIN_SECRET_KEY_BYTES:
+        problems.append(f"POLICYDESK_SECRET_KEY is shorter than {MIN_SECRET_KEY_BYTES} bytes: set a random key, "
+                        "e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'")
+    return problems
+
+
+def check_secure_start(db, settings) -> None:
+    """Raise InsecureStartError listing every problem; return quietly when all layers are on."""
+    problems = settings_problems(settings) + database_problems(db.app)
+    if problems:
+        raise InsecureStartError(problems)
