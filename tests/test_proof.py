@@ -177,3 +177,31 @@ def test_existing_traces_are_chained_by_the_migration(make_db, settings):
         assert report.ok and report.rows == 4
     finally:
         db.dispose()
+
+
+def test_answer_page_says_whether_the_trace_verifies(db, settings, embed_model):
+    from sqlalchemy.orm import Session
+
+    from policydesk.pipeline import build_pipeline
+    from policydesk.users import add_user
+    from policydesk.web.app import create_app
+    from tests.web_helpers import PASSWORD, by_class, sign_in
+
+    with Session(db.owner) as session, session.begin():
+        add_user(session, name="proof-reviewer", role="compliance", password=PASSWORD)
+    app = create_app(settings, db=db, pipeline=build_pipeline(db, settings, embed_model=embed_model))
+    reviewer = sign_in(app, "proof-reviewer")
+    first, second = _row(question="first"), _row(question="second")
+    write_trace(db, first)
+    write_trace(db, second)
+
+    def record_line(row) -> str:
+        page = reviewer.get(f"/disputes/{row['id']}")
+        assert page.status_code == 200
+        return " ".join(e["text"] for e in by_class(page.text, "proof"))
+
+    assert record_line(second).startswith("verifies")
+    with db.owner.begin() as conn:
+        conn.execute(text("UPDATE traces SET answer_text = '180 days' WHERE id = :i"), {"i": second["id"]})
+    assert record_line(second).startswith("DOES NOT VERIFY: this answer was changed after it was recorded")
+    assert record_line(first).startswith("verifies")
