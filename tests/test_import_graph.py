@@ -1,0 +1,51 @@
+"""scripts/import_graph.py: finds circles hidden by lazy imports, ignores TYPE_CHECKING ones."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+import_graph = _load_script()
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    pkg = tmp_path / "pkg"
+    for name, body in {"__init__.py": "", **files}.items():
+        path = pkg / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    return pkg
+
+
+def test_lazy_import_circle_is_reported_with_exit_1(tmp_path, capsys):
+    pkg = _package(tmp_path, {
+        "a.py": "from pkg.b import g\n",
+        "b.py": "def g():\n    from . import a\n",
+        "c.py": "import pkg.a\n",
+    })
+    assert import_graph.main(["import_graph.py", str(pkg)]) == 1
+    out = capsys.readouterr().out
+    assert "pkg.a -> pkg.b -> pkg.a" in out
+    assert "pkg/b.py:2, lazy" in out and "pkg.c" not in out.split("import cycle")[1]
+
+
+def test_type_checking_imports_and_package_reexports_are_not_circles(tmp_path, capsys):
+    pkg = _package(tmp_path, {
+        "__init__.py": "from pkg.a import f\n",
+        "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import g\ndef f(): ...\n",
+        "b.py": "from pkg.a import f\n",
+    })
+    assert import_graph.main(["import_graph.py", str(pkg)]) == 0
+    assert "no import cycles" in capsys.readouterr().out
