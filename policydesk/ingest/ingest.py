@@ -20,7 +20,7 @@ from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, wi
 from policydesk.ingest.errors import IngestError
 from policydesk.ingest.manifest import Source, check_windows, load_manifest
 from policydesk.ingest.readers import Section, read_sections
-from policydesk.refusal import find_member_identifiers
+from policydesk.detectors import find_member_identifiers
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
 
 

@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import CompletionResponse, CompletionRespo
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from policydesk.refusal import find_claim_decision_language
+from policydesk.detectors import find_claim_decision_language
 from policydesk.synthesis.prompt import unescape_data
 from policydesk.synthesis.schema import Claim, ModelAnswer
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from policydesk.refusal import find_claim_decision_language, find_member_identifiers
+from policydesk.detectors import find_claim_decision_language, find_member_identifiers
 from policydesk.synthesis.schema import ModelAnswer
 
 Action = Literal["allow", "abstain", "refuse"]

@@ -1,0 +1,92 @@
+"""Claim language: requests for a claim action, and drafted text announcing a claim decision.
+
+Pure text detection: the refusal gate screens questions with `is_claim_action`, and
+the post-flight check and the extractive answerer screen drafted text with
+`find_claim_decision_language`.
+
+Borderline decisions (pinned in tests/data/refusal_cases.yaml): questions about how
+a rule works pass even when they use claim-action verbs ("how are claims priced for
+out-of-network providers?", "when does the plan pay secondary claims?", "can a claim
+be denied for late filing?"). Only a request addressed to PolicyDesk (imperative,
+"please ...", "can you ...") or a decision asked about one specific claim ("should
+this claim be denied?") is a claim action.
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+
+_ACT_VERB = (
+    r"(?:approve|deny|pay|price|re-?price|adjudicate|re-?adjudicate|override|overturn|"
+    r"reprocess|re-?process|reverse|void|mark)"
+)
+# A request addressed to PolicyDesk: start of a clause, "please", "can you", ...
+_REQUEST = (
+    r"(?:^|[.!?;]\s*|,\s*(?:and\s+|then\s+|so\s+)?|\b(?:please|pls|kindly|just)\s+"
+    r"|\b(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:go\s+ahead\s+and\s+)?"
+    r"|\bi\s+(?:need|want|would\s+like)\s+(?:you|u)\s+to\s+"
+    r"|\b(?:you|u)\s+(?:need|have)\s+to\s+|\bgo\s+ahead\s+and\s+|\blet'?s\s+)"
+)
+_DEICTIC = r"(?:this|that|these|those|my|his|her|their|our|the\s+member'?s)"
+# The object of a request: a definite claim ("the claim", "this denied claim"),
+# a bare singular "claim" ("please pay claim"), or "it". An indefinite or generic
+# object ("can you deny a claim for ...", "pay parity for telehealth claims") is
+# a question about the rule and passes.
+_CLAIM_OBJECT = (
+    r"(?:(?:the|your|{d})\s+(?:[\w'-]+\s+){{0,2}}?(?:claims?|denial|payment)\b"
+    r"|claim\b|it\b|them\b)"
+).format(d=_DEICTIC)
+_DECISION = (
+    r"(?:approved|denied|paid|priced|re-?priced|adjudicated|overturned|overridden|"
+    r"reprocessed|reversed|voided|payable)"
+)
+_CLAIM_ACTION_PATTERNS = tuple(re.compile(p, _I) for p in (
+    # "approve this claim", "can you deny the claim", "please pay claim", "override the denial"
+    rf"{_REQUEST}(?:please\s+)?{_ACT_VERB}\s+{_CLAIM_OBJECT}",
+    # "mark the claim as paid"
+    rf"\bmark\s+(?:the|{_DEICTIC})?\s*claims?\s+(?:as\s+)?{_DECISION}\b",
+    # "get this claim approved", "I need my claim paid"
+    rf"\b(?:get|have|want|need)\s+{_DEICTIC}\s+claims?\s+{_DECISION}\b",
+    # "should this claim be denied?", "will that claim get paid?"
+    rf"\b(?:should|can|could|will|would|must)\s+{_DEICTIC}\s+claims?\s+"
+    rf"(?:be\s+|get\s+){_DECISION}\b",
+    # "is this claim payable?"
+    rf"\bis\s+{_DEICTIC}\s+claims?\s+payable\b",
+    # "this claim should be approved", "my claim needs to be paid"
+    rf"\b{_DEICTIC}\s+claims?\s+(?:should|must|needs?\s+to|has\s+to|ought\s+to)\s+"
+    rf"(?:be\s+|get\s+){_DECISION}\b",
+))
+
+_DECISION_LANGUAGE_PATTERNS = tuple(re.compile(p, _I) for p in (
+    # "your claim is approved", "the claim will be denied", "this claim will be paid"
+    r"\b(?:your|the|this|that|their|his|her|my)\s+claims?\s+(?:is|are|has\s+been|have\s+been|"
+    r"was|were|will\s+be|would\s+be|shall\s+be|should\s+be|'s)\s+(?:now\s+)?"
+    r"(?:approved|denied|paid|payable|rejected|adjudicated|overturned|reprocessed)\b",
+    # "we will pay", "we'll approve"
+    r"\bwe(?:\s+will|'ll|\s+are\s+going\s+to|\s+shall)\s+(?:pay|approve|deny|reimburse|"
+    r"reprocess|overturn|cover)\b",
+    # "we have approved the claim", "I denied your claim"
+    r"\b(?:i|we)\s+(?:have\s+|'ve\s+)?(?:approved|denied|paid|adjudicated|overridden|"
+    r"overturned|reprocessed)\s+(?:your|the|this|that|their)\s+claims?\b",
+    # "is approved for payment"
+    r"\b(?:approved|cleared|released)\s+for\s+payment\b",
+))
+
+
+def find_claim_decision_language(text: str) -> list[str]:
+    """Phrases in a drafted answer that announce a decision on a claim."""
+    found: list[str] = []
+    for pattern in _DECISION_LANGUAGE_PATTERNS:
+        for m in pattern.finditer(text):
+            phrase = " ".join(m.group(0).lower().split())
+            if phrase not in found:
+                found.append(phrase)
+    return found
+
+
+
+def is_claim_action(question: str) -> bool:
+    """A request to act on a claim (approve, deny, pay, ...), not a question about the rule."""
+    return any(p.search(question) for p in _CLAIM_ACTION_PATTERNS)

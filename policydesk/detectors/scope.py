@@ -1,0 +1,49 @@
+"""Out of scope: questions that are plainly not about a health plan.
+
+Pure text detection for the refusal gate. Conservative on purpose: any
+health-plan vocabulary (plan, claim, member, provider, benefit, coverage, ...)
+passes, even if the rest of the question looks unrelated; retrieval then
+abstains if nothing applies.
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+
+_DOMAIN = re.compile(
+    r"\b(?:plans?|polic(?:y|ies)|claims?|members?|providers?|benefits?|cover(?:ed|age|s)?|"
+    r"appeals?|authori[sz]ations?|auth|pre-?auth|pre-?cert\w*|referrals?|copays?|co-?pays?|"
+    r"coinsurance|deductibles?|out-of-pocket|premiums?|(?:in|out-of)-?network|network|"
+    r"formular(?:y|ies)|pharmacy|prescriptions?|eligib\w*|enroll\w*|timely\s+filing|"
+    r"denials?|denied|grievances?|complaints?|eob|explanation\s+of\s+benefits|cob|"
+    r"coordination\s+of\s+benefits|subscribers?|dependents?|medicare|medicaid|cpt|hcpcs|"
+    r"icd-?10|modifiers?|billing|billed|reimburs\w*|adjudicat\w*|wiki|call\s+notes?|pcp|"
+    r"specialists?|telehealth|dme|utilization|hipaa|phi|escalat\w*|supervisor|exclusions?|"
+    r"waiting\s+period|cobra|hsa|fsa|hra|date\s+of\s+service|prior\s+auth\w*|"
+    r"procedures?|services?|visits?|rep|reps|caller|compliance|audit|fraud|siu|"
+    r"effective\s+date|version|in\s+force|superseded|notice|letter)\b",
+    _I,
+)
+_OFF_TOPIC = tuple(re.compile(p, _I) for p in (
+    r"\b(?:weather|forecast|temperature\s+outside|rain(?:ing)?|snow(?:ing)?)\b",
+    r"\b(?:nfl|nba|mlb|nhl|super\s+bowl|world\s+series|world\s+cup|playoffs?|football|"
+    r"baseball|basketball|soccer|hockey|tennis|golf)\b|\bwho\s+won\b|\bscore\s+of\s+the\b",
+    r"\b(?:recipes?|bake|baking|cook(?:ing)?|ingredients?)\b",
+    r"\b(?:stocks?|share\s+price|ticker|nasdaq|dow\s+jones|s&p\s+500|crypto\w*|bitcoin|"
+    r"invest(?:ing|ment)?)\b",
+    r"\b(?:write|compose|tell)\s+(?:me\s+)?(?:a|an)\s+(?:poem|song|story|joke|essay|haiku|limerick)\b",
+    r"\b(?:dose|dosage)\b|\bhow\s+(?:much|many)\b[^.?!]{0,40}\bshould\s+i\s+take\b|"
+    r"\bshould\s+i\s+take\b|\bdiagnos(?:e|is)\b|\bsymptoms?\b|\bdo\s+i\s+have\s+(?:a|an)\b",
+    r"\blegal\s+advice\b|\b(?:can|should)\s+i\s+sue\b|\b(?:lawyer|attorney|lawsuit|divorce|"
+    r"custody)\b",
+    r"\b(?:movies?|restaurants?|horoscope|lottery|vacation|capital\s+of)\b",
+))
+
+
+def is_out_of_scope(question: str) -> bool:
+    """Off-topic words and no health-plan vocabulary at all."""
+    if _DOMAIN.search(question):
+        return False
+    return any(p.search(question) for p in _OFF_TOPIC)
