@@ -25,7 +25,7 @@ CI_SLICE = [
 @pytest.fixture(scope="module")
 def ci_run(demo_db, settings, embed_model):
     from policydesk.evals.harness import run_eval
-    from policydesk.synthesis.extractive import ExtractiveAnswerer
+    from policydesk.providers.extractive import ExtractiveAnswerer
 
     golden = load_golden(DEFAULT_GOLDEN).only(CI_SLICE)
     return run_eval(demo_db, settings, golden, embed_model=embed_model, llm=ExtractiveAnswerer(), k=8,

@@ -7,9 +7,9 @@ import json
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.providers import is_extractive, llm_for
 from policydesk.config import Settings
-from policydesk.synthesis.extractive import EXTRACTIVE_MODEL_NAME, ExtractiveAnswerer, parse_prompt
+from policydesk.providers import is_extractive, llm_for
+from policydesk.providers.extractive import EXTRACTIVE_MODEL_NAME, ExtractiveAnswerer, parse_prompt
 from policydesk.synthesis.prompt import build_messages, build_retry_message, render_user_turn
 from policydesk.synthesis.schema import ModelAnswer
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer

@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore
 from policydesk.config import Settings
 from policydesk.ingest.chunks import make_node
 from policydesk.providers import is_extractive, llm_for
-from policydesk.synthesis.gemini import RetryingGoogleGenAI, cost_usd, gemini_llm
+from policydesk.providers.gemini import RetryingGoogleGenAI, cost_usd, gemini_llm
 from policydesk.synthesis.synthesizer import TIMEOUT_REASON, CitedAnswerSynthesizer
 
 V2_ID = "POL-TF:v2:filing-limit"

@@ -1,4 +1,5 @@
-"""Gemini through LlamaIndex's GoogleGenAI: structured JSON, a timeout, retries on quota, and cost.
+"""Gemini through LlamaIndex's GoogleGenAI: structured JSON, a timeout, retries on quota, and cost;
+and Gemini embeddings sized to the chunk table.
 
 How the pieces reach google-genai (llama-index-llms-google-genai 0.11, google-genai 2.x):
 - `generation_config` (a `GenerateContentConfig`) is stored by `GoogleGenAI` and sent with
@@ -24,6 +25,7 @@ from typing import Any, Sequence
 
 import tenacity
 from google.genai import errors, types
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field
 from llama_index.llms.google_genai import GoogleGenAI
@@ -116,3 +118,17 @@ def cost_usd(tokens_in: int, tokens_out: int, settings: Settings) -> float:
     return (
         tokens_in * settings.PRICE_INPUT_PER_MTOK + tokens_out * settings.PRICE_OUTPUT_PER_MTOK
     ) / 1_000_000
+
+
+def gemini_embedding(settings: Settings) -> BaseEmbedding:
+    from llama_index.embeddings.google_genai import GoogleGenAIEmbedding
+
+    return GoogleGenAIEmbedding(
+        model_name=settings.GEMINI_EMBEDDING_MODEL,
+        api_key=settings.GEMINI_API_KEY,
+        embed_batch_size=settings.EMBED_BATCH_SIZE,
+        # The chunk table is vector(384); Gemini embeddings are Matryoshka-truncatable.
+        embedding_config=types.EmbedContentConfig(output_dimensionality=settings.EMBED_DIM),
+        retries=settings.PROVIDER_MAX_RETRIES,
+        timeout=int(settings.PROVIDER_TIMEOUT_SECONDS),
+    )

@@ -1,0 +1,50 @@
+"""Model providers: Gemini when a key is configured, offline defaults otherwise.
+
+- `policydesk.providers.local`: the offline embedding model and LlamaIndex's offline tokenizer.
+- `policydesk.providers.extractive`: the offline extractive answerer (a LlamaIndex `CustomLLM`).
+- `policydesk.providers.gemini`: Gemini embeddings and LLM wiring; imported on demand here,
+  only when a key is configured, because it pulls in google-genai.
+"""
+
+from __future__ import annotations
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from policydesk.config import Settings
+from policydesk.providers.local import OFFLINE_EMBEDDING_NAME, configure_llama_index, offline_embedding
+
+__all__ = [
+    "OFFLINE_EMBEDDING_NAME",
+    "configure_llama_index",
+    "embedding_for",
+    "is_extractive",
+    "llm_for",
+    "offline_embedding",
+]
+
+
+def embedding_for(settings: Settings) -> BaseEmbedding:
+    configure_llama_index()
+    if settings.GEMINI_API_KEY:
+        from policydesk.providers.gemini import gemini_embedding
+
+        return gemini_embedding(settings)
+    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+
+
+def llm_for(settings: Settings):
+    """The answering LLM: Gemini when a key is configured, else the offline extractive answerer."""
+    configure_llama_index()
+    if settings.GEMINI_API_KEY:
+        from policydesk.providers.gemini import gemini_llm
+
+        return gemini_llm(settings)
+    from policydesk.providers.extractive import ExtractiveAnswerer
+
+    return ExtractiveAnswerer()
+
+
+def is_extractive(llm) -> bool:
+    from policydesk.providers.extractive import EXTRACTIVE_MODEL_NAME
+
+    return llm.metadata.model_name == EXTRACTIVE_MODEL_NAME
