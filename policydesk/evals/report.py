@@ -6,6 +6,7 @@ import html
 
 from policydesk.access import ROLES
 from policydesk.evals.golden import BUCKETS
+from policydesk.evals.records import EvalRun, ItemRecord, bucket_score
 
 COLORS = {"full": "#2f6f4f", "baseline": "#b5651d"}
 LABELS = {"full": "full system", "baseline": "naive baseline"}
@@ -19,7 +20,7 @@ def num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def _status(run) -> str:
+def _status(run: EvalRun) -> str:
     parts = ["CLEAN" if run.clean else f"NOT CLEAN ({len(run.degraded_items)} degraded item(s): "
              + ", ".join(run.degraded_items) + ")"]
     parts.append("0 leaks" if run.leak_total == 0 else f"LEAKS: {run.leak_total} — run FAILED")
@@ -38,7 +39,7 @@ METRIC_ROWS = [
 ]
 
 
-def render_summary_md(run) -> str:
+def render_summary_md(run: EvalRun) -> str:
     s = run.summary
     o = s["overall"]
     lines = [
@@ -101,7 +102,7 @@ def render_summary_md(run) -> str:
     return "\n".join(lines) + "\n"
 
 
-def why(r) -> str:
+def why(r: ItemRecord) -> str:
     if r.expect_refusal:
         return f"answered instead of declining: {r.answer[:160]!r}"
     if r.refused:
@@ -159,9 +160,7 @@ def svg_grouped_bars(groups: list[str], series: dict[str, list[float | None]], t
     return "\n".join(out)
 
 
-def render_html(run) -> str:
-    from policydesk.evals.harness import bucket_score
-
+def render_html(run: EvalRun) -> str:
     s = run.summary
     o = s["overall"]
     per_bucket = svg_grouped_bars(
