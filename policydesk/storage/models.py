@@ -19,6 +19,7 @@ from sqlalchemy import (
     Float,
     FetchedValue,
     ForeignKey,
+    Identity,
     Integer,
     String,
     Text,
@@ -47,6 +48,21 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # Migration 0006: set by `policydesk users disable`; a disabled user is treated as unknown.
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LoginAttempt(Base):
+    """One sign-in attempt (migration 0006). The app role inserts and reads, never updates."""
+
+    __tablename__ = "login_attempts"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    user_name: Mapped[str] = mapped_column(Text)
+    client_addr: Mapped[str] = mapped_column(Text)
+    succeeded: Mapped[bool] = mapped_column(Boolean)
+    # Refused while locked, password not checked: recorded, but not counted as a failure.
+    throttled: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class Document(Base):
