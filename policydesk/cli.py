@@ -120,6 +120,50 @@ def users_set_role(name: str, role: str) -> None:
     typer.echo(f"{name} is now {role}")
 
 
+@users_app.command("set-password")
+def users_set_password(name: str, password: Annotated[Optional[str], typer.Option("--password")] = None) -> None:
+    """Set a user's password (a random one is printed once when none is given); their existing
+    sessions are signed out."""
+    from policydesk.users import UserError, set_password
+
+    with _database() as db:
+        try:
+            with Session(db.owner) as session, session.begin():
+                _, pw = set_password(session, name=name, password=password)
+        except UserError as exc:
+            _fail(str(exc))
+    typer.echo(f"password changed for {name}; existing sessions are signed out"
+               + ("" if password else f"; password: {pw}"))
+
+
+@users_app.command("disable")
+def users_disable(name: str) -> None:
+    """Disable a user: they cannot sign in or ask, and their next request signs them out."""
+    from policydesk.users import UserError, disable_user
+
+    with _database() as db:
+        try:
+            with Session(db.owner) as session, session.begin():
+                disable_user(session, name=name)
+        except UserError as exc:
+            _fail(str(exc))
+    typer.echo(f"{name} is disabled")
+
+
+@users_app.command("enable")
+def users_enable(name: str) -> None:
+    """Enable a disabled user again (they sign in with their existing password)."""
+    from policydesk.users import UserError, enable_user
+
+    with _database() as db:
+        try:
+            with Session(db.owner) as session, session.begin():
+                enable_user(session, name=name)
+        except UserError as exc:
+            _fail(str(exc))
+    typer.echo(f"{name} is enabled")
+
+
 @users_app.command("list")
 def users_list() -> None:
     from policydesk.users import list_users
@@ -127,7 +171,8 @@ def users_list() -> None:
     with _database() as db:
         with Session(db.owner) as session:
             for u in list_users(session):
-                typer.echo(f"{u.name}\t{u.role}")
+                disabled = f"\tdisabled since {u.disabled_at:%Y-%m-%d %H:%M %Z}" if u.disabled_at else ""
+                typer.echo(f"{u.name}\t{u.role}{disabled}")
 
 
 def _parse_date(value: Optional[str], label: str) -> Optional[date]:

@@ -149,7 +149,7 @@ class AskPipeline:
     def _resolve_role(self, req: AskRequest) -> tuple[str, Clearance]:
         with Session(self.db.app) as session:
             user = session.scalar(select(User).where(User.name == req.user_name))
-        if user is None:
+        if user is None or user.disabled_at is not None:  # a disabled user is treated as unknown
             raise AskError(f"unknown user {req.user_name!r}")
         role = req.as_role or user.role
         try:

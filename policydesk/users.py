@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 from argon2 import PasswordHasher
@@ -14,9 +15,33 @@ from policydesk.storage.models import User
 
 _hasher = PasswordHasher()
 
+# OWASP ASVS 4.0, 2.1.1: user-set passwords are at least 12 characters.
+PASSWORD_MIN_LENGTH = 12
+
 
 class UserError(ValueError):
     pass
+
+
+def check_password_policy(*, name: str, password: str) -> None:
+    """Refuse a password the policy does not allow, saying why (raises UserError)."""
+    if len(password) < PASSWORD_MIN_LENGTH:
+        raise UserError(f"the password must be at least {PASSWORD_MIN_LENGTH} characters long "
+                        f"(this one has {len(password)})")
+    if password.casefold() == name.casefold():
+        raise UserError("the password must not be the user name")
+
+
+def generate_password() -> str:
+    """16 URL-safe characters (96 random bits): always passes the policy."""
+    return secrets.token_urlsafe(12)
+
+
+def password_fingerprint(password_hash: str) -> str:
+    """A short digest of the stored hash, kept in the session cookie so that changing the password
+    ends the sessions signed in with the old one. The hash is salted, so this reveals nothing
+    about the password; the cookie is signed, so it cannot be forged."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
 
 
 def hash_password(password: str) -> str:
@@ -36,7 +61,8 @@ def add_user(session: Session, *, name: str, role: str, password: str | None = N
         raise UserError(f"user name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")
     if session.scalar(select(User).where(User.name == name)):
         raise UserError(f"user {name!r} already exists")
-    password = password or secrets.token_urlsafe(12)
+    password = password or generate_password()
+    check_password_policy(name=name, password=password)
     user = User(name=name, role=role, password_hash=hash_password(password))
     session.add(user)
     session.flush()
@@ -45,11 +71,42 @@ def add_user(session: Session, *, name: str, role: str, password: str | None = N
 
 def set_role(session: Session, *, name: str, role: str) -> User:
     clearance_for(role)
+    user = _existing(session, name)
+    user.role = role
+    user.updated_at = func.now()
+    return user
+
+
+def set_password(session: Session, *, name: str, password: str | None = None) -> tuple[User, str]:
+    """Set a new password (random when none is given); sessions signed in with the old one end."""
+    user = _existing(session, name)
+    password = password or generate_password()
+    check_password_policy(name=name, password=password)
+    user.password_hash = hash_password(password)
+    user.updated_at = func.now()
+    return user, password
+
+
+def disable_user(session: Session, *, name: str) -> User:
+    """A disabled user cannot sign in, is signed out on the next request and cannot ask."""
+    user = _existing(session, name)
+    if user.disabled_at is None:
+        user.disabled_at = user.updated_at = func.now()
+    return user
+
+
+def enable_user(session: Session, *, name: str) -> User:
+    user = _existing(session, name)
+    if user.disabled_at is not None:
+        user.disabled_at = None
+        user.updated_at = func.now()
+    return user
+
+
+def _existing(session: Session, name: str) -> User:
     user = get_user(session, name=name)
     if user is None:
         raise UserError(f"no user named {name!r}")
-    user.role = role
-    user.updated_at = func.now()
     return user
 
 
@@ -61,9 +118,16 @@ def list_users(session: Session) -> list[User]:
     return list(session.scalars(select(User).order_by(User.name)))
 
 
-def authenticate(session: Session, *, name: str, password: str) -> User | None:
+def get_active_user(session: Session, *, name: str) -> User | None:
+    """The user if they exist and are not disabled: who may sign in, stay signed in, or ask."""
     user = get_user(session, name=name)
-    # Verify against a dummy hash for unknown names so timing does not reveal which names exist.
+    return user if user is not None and user.disabled_at is None else None
+
+
+def authenticate(session: Session, *, name: str, password: str) -> User | None:
+    user = get_active_user(session, name=name)
+    # Verify against a dummy hash for unknown (or disabled) names so timing does not reveal
+    # which names exist.
     if user is None:
         verify_password(_DUMMY_HASH, password)
         return None

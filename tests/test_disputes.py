@@ -31,8 +31,8 @@ def names(demo_db) -> dict[str, str]:
     tag = uuid.uuid4().hex[:6]
     out = {"rep": f"svc-rep-{tag}", "reviewer": f"svc-comp-{tag}"}
     with Session(demo_db.owner) as session, session.begin():
-        add_user(session, name=out["rep"], role="rep", password="pw-rep-123")
-        add_user(session, name=out["reviewer"], role="compliance", password="pw-comp-123")
+        add_user(session, name=out["rep"], role="rep", password="svc-rep-password")
+        add_user(session, name=out["reviewer"], role="compliance", password="svc-comp-password")
     return out
 
 

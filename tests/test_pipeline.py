@@ -24,7 +24,7 @@ TODAY = date(2026, 11, 29)
 def users(demo_db):
     with Session(demo_db.owner) as s, s.begin():
         for name, role in (("p_rep", "rep"), ("p_sup", "supervisor"), ("p_comp", "compliance"), ("p_mover", "rep")):
-            add_user(s, name=name, role=role, password="pw-" + name)
+            add_user(s, name=name, role=role, password="pipeline-pw-" + name)
     return True
 
 
