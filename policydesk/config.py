@@ -26,6 +26,18 @@ class Settings(BaseSettings):
 
     SECRET_KEY: str = LOCAL_SECRET_KEY
 
+    # Sessions (OWASP ASVS 4.0 V3). None means: Secure outside local and test runs, which are
+    # served over plain http (ASVS 3.4.1).
+    SESSION_COOKIE_SECURE: bool | None = None
+    SESSION_IDLE_MINUTES: int = Field(default=30, gt=0)  # ASVS 3.3.2: idle timeout
+    SESSION_MAX_HOURS: int = Field(default=8, gt=0)  # ASVS 3.3.2: absolute lifetime, one working day
+
+    # Sign-in throttling (ASVS 2.2.1), counted in Postgres so every worker agrees.
+    LOGIN_ACCOUNT_MAX_FAILURES: int = Field(default=5, gt=0)  # per account, since its last success
+    LOGIN_ADDRESS_MAX_FAILURES: int = Field(default=20, gt=0)  # per client address, any account
+    LOGIN_FAILURE_WINDOW_MINUTES: int = Field(default=15, gt=0)
+    LOGIN_LOCKOUT_MINUTES: int = Field(default=15, gt=0)
+
     # Providers: Gemini when a key is configured, offline otherwise.
     GEMINI_API_KEY: str | None = None
     GEMINI_MODEL: str = "gemini-2.5-flash"
@@ -70,6 +82,12 @@ class Settings(BaseSettings):
                 f"is {self.ENVIRONMENT!r}"
             )
         return self
+
+    @property
+    def session_cookie_secure(self) -> bool:
+        if self.SESSION_COOKIE_SECURE is not None:
+            return self.SESSION_COOKIE_SECURE
+        return self.ENVIRONMENT not in ("local", "test")
 
     def today(self) -> date:
         return self.TODAY or date.today()

@@ -71,14 +71,17 @@ def test_sign_in_ignores_offsite_next(web_app, staff):
     assert r.headers["location"] == "/ask"
 
 
-def test_session_cookie_holds_only_the_name(web_app, staff):
+def test_session_cookie_holds_the_name_and_no_role(web_app, staff):
     import base64
     import json
 
     client = sign_in(web_app, staff["rep"])
     raw = client.cookies.get("policydesk_session").split(".")[0]
     data = json.loads(base64.b64decode(raw + "=" * (-len(raw) % 4)))
-    assert set(data) == {"user", "csrf"} and data["user"] == staff["rep"]
+    # The name, the CSRF token, session timestamps and a 16-hex fingerprint of the password hash
+    # (tests/test_sessions.py): never the role, never the hash itself.
+    assert set(data) == {"user", "csrf", "signed_in_at", "seen_at", "pw"} and data["user"] == staff["rep"]
+    assert len(data["pw"]) == 16 and "argon2" not in json.dumps(data)
 
 
 def test_logout_ends_the_session(web_app, staff):

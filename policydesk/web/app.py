@@ -16,17 +16,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from policydesk.config import Settings
-from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx, reject_nul_bytes
+from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx, reject_nul_bytes, utc_now
 from policydesk.web.routes import ask, auth, disputes, ops
 from policydesk.web.templating import TEMPLATES
 
 log = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).parent / "static"
 SESSION_COOKIE = "policydesk_session"
-SESSION_MAX_AGE = 8 * 60 * 60  # one working day
 
 
-def create_app(settings: Settings, *, db=None, pipeline=None) -> FastAPI:
+def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> FastAPI:
+    """`clock`: a callable returning an aware datetime (default: the real UTC time); it times
+    sessions and sign-in throttling, so tests move it instead of sleeping."""
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         owned = None
@@ -52,8 +53,13 @@ def create_app(settings: Settings, *, db=None, pipeline=None) -> FastAPI:
     app.state.settings = settings
     app.state.db = db
     app.state.pipeline = pipeline
+    app.state.clock = clock or utc_now
+    # Starlette always sets HttpOnly. The cookie's own lifetime is the absolute limit; the idle
+    # and absolute limits themselves are enforced server-side from the session's timestamps
+    # (deps.current_user), since a browser may keep a cookie as long as it likes.
     app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY, session_cookie=SESSION_COOKIE,
-                       max_age=SESSION_MAX_AGE, same_site="lax", https_only=settings.ENVIRONMENT == "production")
+                       max_age=settings.SESSION_MAX_HOURS * 60 * 60, same_site="lax",
+                       https_only=settings.session_cookie_secure)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (auth, ask, disputes, ops):
         app.include_router(module.router)

@@ -1,29 +1,48 @@
 """Request dependencies as `Annotated` aliases: the database, the pipeline, who is asking.
 
-The session cookie holds only the user name (and the CSRF token). The role is re-read from
-the database on every request, so a role change applies on the next request, not the next
-sign-in (DESIGN.md, step 1).
+The session cookie holds the user name, the CSRF token, when the session began and was last
+used, and a fingerprint of the password hash; never the role. The role is re-read from the
+database on every request, so a role change applies on the next request, not the next sign-in
+(DESIGN.md, step 1). The same read ends the session of a user who was disabled, deleted or
+given a new password since signing in, and the timestamps end idle and over-long sessions
+(OWASP ASVS 4.0, 3.3.2 and 3.3.3).
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
-from policydesk.users import get_user
+from policydesk.users import get_active_user, password_fingerprint
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Why the last session ended, kept in the otherwise empty session for the sign-in page to say.
+SIGNED_OUT_KEY = "signed_out"
+SIGNED_OUT_REASONS = {
+    "idle": "You were signed out after a period of inactivity. Sign in again to continue.",
+    "expired": "Your session reached its time limit. Sign in again to continue.",
+}
 
 
 class NotSignedIn(Exception):
     """No valid session: the app redirects to the sign-in page."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def now(request: Request) -> datetime:
+    """The app's clock (`app.state.clock`): tests inject one instead of sleeping."""
+    return request.app.state.clock()
 
 
 @dataclass(frozen=True)
@@ -52,16 +71,52 @@ DbDep = Annotated[object, Depends(get_db)]
 PipelineDep = Annotated[object, Depends(get_pipeline)]
 
 
+def start_session(request: Request, *, name: str, password_hash: str) -> None:
+    """A fresh session for a user who just signed in (nothing carried over from before)."""
+    at = int(now(request).timestamp())
+    request.session.clear()
+    request.session.update({"user": name, "signed_in_at": at, "seen_at": at,
+                            "pw": password_fingerprint(password_hash)})
+    rotate_csrf(request)
+
+
+def _end_session(request: Request, reason: str | None = None) -> None:
+    request.session.clear()
+    if reason:
+        request.session[SIGNED_OUT_KEY] = reason
+
+
+def _expiry(request: Request, at: datetime) -> str | None:
+    """Why this session is over by time, or None. A session without timestamps (signed before
+    they existed, or tampered with) is over."""
+    settings = request.app.state.settings
+    signed_in_at, seen_at = request.session.get("signed_in_at"), request.session.get("seen_at")
+    if not isinstance(signed_in_at, int) or not isinstance(seen_at, int):
+        return "expired"
+    if at - datetime.fromtimestamp(signed_in_at, timezone.utc) >= timedelta(hours=settings.SESSION_MAX_HOURS):
+        return "expired"
+    if at - datetime.fromtimestamp(seen_at, timezone.utc) >= timedelta(minutes=settings.SESSION_IDLE_MINUTES):
+        return "idle"
+    return None
+
+
 def current_user(request: Request, db: DbDep) -> Staff:
     name = request.session.get("user")
     if not name:
         raise NotSignedIn()
-    with Session(db.app) as session:
-        user = get_user(session, name=name)
-        staff = Staff(user.name, user.role) if user is not None else None
-    if staff is None:  # deleted since sign-in
-        request.session.pop("user", None)
+    at = now(request)
+    reason = _expiry(request, at)
+    if reason:
+        _end_session(request, reason)
         raise NotSignedIn()
+    with Session(db.app) as session:
+        user = get_active_user(session, name=name)
+        staff = Staff(user.name, user.role) if user is not None else None
+        same_password = user is not None and request.session.get("pw") == password_fingerprint(user.password_hash)
+    if staff is None or not same_password:  # deleted, disabled or given a new password since sign-in
+        _end_session(request)
+        raise NotSignedIn()
+    request.session["seen_at"] = int(at.timestamp())
     request.state.user = staff  # for the page header
     return staff
 

@@ -1,15 +1,17 @@
-"""Sign in (argon2 via policydesk.users.authenticate) and sign out."""
+"""Sign in (argon2 via policydesk.users.authenticate, throttled via policydesk.throttle) and sign out."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
+from policydesk.throttle import Lock, ThrottlePolicy, active_lock, record_attempt, serialize_account
 from policydesk.users import authenticate
-from policydesk.web.deps import DbDep, rotate_csrf
+from policydesk.web.deps import SIGNED_OUT_KEY, SIGNED_OUT_REASONS, DbDep, now, start_session
 from policydesk.web.templating import render
 
 router = APIRouter(tags=["auth"])
@@ -22,23 +24,49 @@ def safe_next(target: str | None) -> str:
     return target
 
 
+def client_addr(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def locked_message(lock: Lock, at) -> str:
+    minutes = max(1, math.ceil((lock.until - at).total_seconds() / 60))
+    who = "this account" if lock.scope == "account" else "this network address"
+    return (f"Too many failed sign-in attempts for {who}. Sign-in is paused: try again in "
+            f"{minutes} minute{'s' if minutes != 1 else ''}. Your password was not checked.")
+
+
 @router.get("/login")
 def show_login(request: Request, next: str | None = None):
-    return render(request, "login.html", {"next": safe_next(next), "name": "", "error": None})
+    reason = request.session.pop(SIGNED_OUT_KEY, None)
+    return render(request, "login.html", {"next": safe_next(next), "name": "", "error": None,
+                                          "notice": SIGNED_OUT_REASONS.get(reason)})
 
 
 @router.post("/login")
 def sign_in(request: Request, db: DbDep, name: Annotated[str, Form()] = "", password: Annotated[str, Form()] = "",
             next: Annotated[str, Form()] = "/ask"):
-    with Session(db.app) as session:
-        user = authenticate(session, name=name.strip(), password=password) if name.strip() else None
-        signed_in = user.name if user is not None else None
+    name = name.strip()
+    error, status, headers = "That name and password did not match.", 401, None
+    signed_in = None
+    if name:
+        at, addr = now(request), client_addr(request)
+        policy = ThrottlePolicy.from_settings(request.app.state.settings)
+        with Session(db.app) as session, session.begin():
+            serialize_account(session, user_name=name)
+            lock = active_lock(session, user_name=name, client_addr=addr, policy=policy, now=at)
+            if lock is not None:  # refused before the password is checked
+                record_attempt(session, user_name=name, client_addr=addr, succeeded=False, throttled=True, now=at)
+                error, status = locked_message(lock, at), 429
+                headers = {"Retry-After": str(max(1, math.ceil((lock.until - at).total_seconds())))}
+            else:
+                user = authenticate(session, name=name, password=password)
+                record_attempt(session, user_name=name, client_addr=addr, succeeded=user is not None, now=at)
+                if user is not None:
+                    signed_in = (user.name, user.password_hash)
     if signed_in is None:
-        return render(request, "login.html", {"next": safe_next(next), "name": name,
-                                              "error": "That name and password did not match."}, status_code=401)
-    request.session.clear()
-    request.session["user"] = signed_in
-    rotate_csrf(request)
+        return render(request, "login.html", {"next": safe_next(next), "name": name, "error": error, "notice": None},
+                      status_code=status, headers=headers)
+    start_session(request, name=signed_in[0], password_hash=signed_in[1])
     return RedirectResponse(safe_next(next), status_code=303)
 
 
