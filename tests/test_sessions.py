@@ -367,3 +367,21 @@ def test_sign_in_page_shows_a_lock_as_a_page_not_an_error_dump(app, make_user):
     assert r.status_code == 429 and r.headers["retry-after"] == str(15 * 60)
     assert find(r.text, "form", action="/login")  # the form is still there for later
     assert find(r.text, "input", name="name")[0]["attrs"]["value"] == name
+
+
+def test_migration_0006_steps_down_and_up_again(make_db, settings):
+    from alembic import command
+
+    from policydesk.storage.migrate import alembic_config, current_revision
+
+    db = make_db()
+    with db.owner.begin() as conn:
+        command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "-1")
+    assert current_revision(db.owner) != "0006"
+    with db.owner.connect() as conn:
+        assert conn.execute(text("SELECT to_regclass('login_attempts')")).scalar_one() is None
+        assert conn.execute(text("SELECT count(*) FROM information_schema.columns "
+                                 "WHERE table_name = 'users' AND column_name = 'disabled_at'")).scalar_one() == 0
+    with db.owner.begin() as conn:
+        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "head")
+    assert current_revision(db.owner) == "0006"

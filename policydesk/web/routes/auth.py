@@ -25,6 +25,9 @@ def safe_next(target: str | None) -> str:
 
 
 def client_addr(request: Request) -> str:
+    """The address the per-address throttle counts. Behind a reverse proxy this is the proxy's
+    unless uvicorn trusts its X-Forwarded-For (`--forwarded-allow-ips`); otherwise every user
+    shares one address counter."""
     return request.client.host if request.client else "unknown"
 
 
