@@ -242,7 +242,12 @@ def traces_verify() -> None:
 
 
 @app.command()
-def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8000,
+          forwarded_allow_ips: Annotated[str, typer.Option(
+              "--forwarded-allow-ips",
+              help="Proxy addresses whose X-Forwarded-For is trusted (comma-separated). Behind a reverse "
+                   "proxy, set it to the proxy's address, or every user shares the proxy's sign-in "
+                   "throttle counter.")] = "127.0.0.1") -> None:
     """Serve the web app."""
     import uvicorn
 
@@ -250,7 +255,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
 
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
-    uvicorn.run(create_app(get_settings()), host=host, port=port)
+    uvicorn.run(create_app(get_settings()), host=host, port=port, proxy_headers=True,
+                forwarded_allow_ips=forwarded_allow_ips)
 
 
 @app.command()
@@ -272,7 +278,7 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
                     typer.echo(f"demo user {name} ({role}) exists; password unchanged")
     if serve_app:
         typer.echo(f"PolicyDesk on http://{host}:{port}  (Ctrl-C to stop; the embedded Postgres stops with it)")
-        serve(host=host, port=port)
+        serve(host=host, port=port, forwarded_allow_ips="127.0.0.1")
 
 
 def _register_optional_commands() -> None:

@@ -87,8 +87,8 @@ def test_start_refuses_an_app_login_that_may_edit_traces(db, settings):
         conn.execute(text(f"GRANT UPDATE, DELETE ON traces TO {settings.APP_DB_ROLE}"))
     problems = database_problems(db.app)
     assert [p.split(":")[0] for p in problems] == [
-        f"the application login may UPDATE traces, so recorded proof could be changed",
-        f"the application login may DELETE traces, so recorded proof could be changed"]
+        "the application login may UPDATE traces, so a record it must only append to could be changed",
+        "the application login may DELETE traces, so a record it must only append to could be changed"]
 
 
 def test_production_refuses_default_db_password_and_short_secret(settings):

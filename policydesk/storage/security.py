@@ -15,7 +15,7 @@ from policydesk.config import LOCAL_APP_DB_PASSWORD
 
 # Tables whose rows a caller may only see inside their scope.
 PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log")
-APPEND_ONLY_TABLES = ("traces", "audit_log")
+APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts")
 _WRITES = ("UPDATE", "DELETE", "TRUNCATE")
 MIN_SECRET_KEY_BYTES = 32
 
@@ -59,7 +59,8 @@ def database_problems(app: Engine) -> list[str]:
             for priv in _WRITES:
                 if conn.execute(text("SELECT has_table_privilege(current_user, :t, :p)"),
                                 {"t": table, "p": priv}).scalar():
-                    problems.append(f"the application login may {priv} {table}, so recorded proof could be changed: "
+                    problems.append(f"the application login may {priv} {table}, so a record it must only append to "
+                                    "could be changed: "
                                     f"REVOKE {priv} ON {table} FROM {me.rolname}")
     return problems
 
