@@ -225,6 +225,35 @@ def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than
     typer.echo(f"deleted {n} traces older than {days} days")
 
 
+@traces_app.command("export")
+def traces_export(
+        date_from: Annotated[str, typer.Option("--from", help="First day asked (YYYY-MM-DD).")],
+        date_to: Annotated[str, typer.Option("--to", help="Last day asked (YYYY-MM-DD).")],
+        user: Annotated[Optional[str], typer.Option("--user", help="Only this staff member's traces.")] = None,
+        fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
+        out: Annotated[Optional[Path], typer.Option("--out", help="File to write (default: stdout).")] = None,
+        by: Annotated[Optional[str], typer.Option("--by", help="Who exports, for the audit log (default: OS user).")] = None,
+) -> None:
+    """Export traces for auditors, each with its hash-chain link (verify offline: docs/security.md)."""
+    import getpass
+
+    from policydesk.exports import FORMATS, export_traces, render
+
+    if fmt not in FORMATS:
+        _fail(f"--format must be one of: {', '.join(FORMATS)}")
+    start, end = _parse_date(date_from, "--from"), _parse_date(date_to, "--to")
+    if end < start:
+        _fail(f"--to ({end}) is before --from ({start})")
+    with _database() as db:
+        records = export_traces(db, reviewer=by or getpass.getuser(), start=start, end=end, user=user)
+    body = "".join(render(records, fmt))
+    if out is None:
+        typer.echo(body, nl=False)
+    else:
+        out.write_text(body, encoding="utf-8")
+        typer.echo(f"wrote {len(records)} traces to {out}", err=True)
+
+
 @traces_app.command("verify")
 def traces_verify() -> None:
     """Walk the trace and audit-log hash chains; exit 1 naming the first broken row."""

@@ -83,12 +83,16 @@ class Hit:
     refused: bool
     abstained: bool
     dates: dict
+    marked_wrong: bool = False
 
 
 _SEARCH_SQL = """
-    SELECT id, created_at, user_name, user_role, question, answer_text, refused, abstained, dates
+    SELECT id, created_at, user_name, user_role, question, answer_text, refused, abstained, dates,
+           EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = traces.id AND f.verdict = 'wrong') AS marked_wrong
     FROM traces
     WHERE kind = 'ask'
+      AND (NOT CAST(:marked_wrong AS boolean)
+           OR EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = traces.id AND f.verdict = 'wrong'))
       AND (CAST(:words AS text) IS NULL OR search_tsv @@ websearch_to_tsquery('english', CAST(:words AS text)))
       AND (CAST(:staff AS text) IS NULL OR user_name = CAST(:staff AS text))
       AND (CAST(:asked_from AS timestamptz) IS NULL OR created_at >= CAST(:asked_from AS timestamptz))
@@ -99,8 +103,9 @@ _SEARCH_SQL = """
 
 
 def search(db, words: str | None, staff: str | None, asked_from: date | None, asked_to: date | None,
-           *, reviewer: str, limit: int = SEARCH_LIMIT) -> list[Hit]:
-    """Asks (never replays or eval runs) matching the words, staff member and asked-on dates (inclusive)."""
+           *, reviewer: str, marked_wrong: bool = False, limit: int = SEARCH_LIMIT) -> list[Hit]:
+    """Asks (never replays or eval runs) matching the words, staff member and asked-on dates (inclusive);
+    with `marked_wrong`, only answers staff marked wrong or unclear."""
     words = (words or "").strip() or None
     staff = (staff or "").strip() or None
     params = {
@@ -109,15 +114,17 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
         "asked_from": _day_start(asked_from),
         "asked_before": _day_start(asked_to + timedelta(days=1)) if asked_to else None,
         "limit": limit,
+        "marked_wrong": bool(marked_wrong),
     }
     with reviewing(reviewer), db.app.connect() as conn:
         rows = conn.execute(text(_SEARCH_SQL), params).all()
     hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
-                r.dates or {}) for r in rows]
+                r.dates or {}, r.marked_wrong) for r in rows]
     audit(db, actor=reviewer, action="search", details={
         "words": words, "staff": staff,
         "asked_from": asked_from.isoformat() if asked_from else None,
         "asked_to": asked_to.isoformat() if asked_to else None,
+        "marked_wrong": bool(marked_wrong),
         "results": len(hits),
     })
     return hits

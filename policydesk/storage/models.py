@@ -186,3 +186,16 @@ class ChainCut(Base):
     last_seq: Mapped[int] = mapped_column(BigInteger)
     last_hash: Mapped[str] = mapped_column(String(64))
     rows_removed: Mapped[int] = mapped_column(Integer)
+
+
+class Feedback(Base):
+    """Staff feedback on one answer (migration 0007): append-only, the note already screened."""
+
+    __tablename__ = "feedback"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    trace_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    user_name: Mapped[str] = mapped_column(String(64))
+    verdict: Mapped[str] = mapped_column(String(16))  # helpful | wrong
+    reason: Mapped[str | None] = mapped_column(String(32))
+    note: Mapped[str] = mapped_column(Text, default="")

@@ -14,8 +14,8 @@ from sqlalchemy.engine import Engine
 from policydesk.config import LOCAL_APP_DB_PASSWORD
 
 # Tables whose rows a caller may only see inside their scope.
-PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log")
-APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts")
+PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log", "feedback")
+APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts", "feedback")
 _WRITES = ("UPDATE", "DELETE", "TRUNCATE")
 MIN_SECRET_KEY_BYTES = 32
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from policydesk.feedback import REASONS
 from policydesk.pipeline import DATE_BASES, AskRequest
 from policydesk.storage.models import Trace
 from policydesk.storage.scope import permitted_scope
@@ -44,6 +45,7 @@ def ask_question(request: Request, user: CurrentUser, db: DbDep, pipeline: Pipel
     if view.citations:
         view.timelines = timelines(pipeline.lookup, citations, user.clearance, result.dates, pipeline.today, "Today")
     ctx["view"] = view
+    ctx["feedback_reasons"] = REASONS
     return render(request, "ask.html", ctx, block="result", status_code=422 if result.error else 200)
 
 

@@ -11,11 +11,12 @@ import uuid
 from datetime import date
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from sqlalchemy.orm import Session
 
-from policydesk import disputes
+from policydesk import disputes, exports
 from policydesk.dates import DateInputError, parse_input_date
+from policydesk.feedback import feedback_for
 from policydesk.storage.models import Trace
 from policydesk.web.deps import ComplianceUser, DbDep, PipelineDep, Staff, require_compliance
 from policydesk.web.templating import render
@@ -26,8 +27,8 @@ router = APIRouter(prefix="/disputes", tags=["disputes"], dependencies=[Depends(
 
 @router.get("")
 def search_answers(request: Request, reviewer: ComplianceUser, db: DbDep, words: str = "", staff: str = "",
-                   asked_from: str = "", asked_to: str = ""):
-    form = {"words": words, "staff": staff, "asked_from": asked_from, "asked_to": asked_to}
+                   asked_from: str = "", asked_to: str = "", marked_wrong: str = ""):
+    form = {"words": words, "staff": staff, "asked_from": asked_from, "asked_to": asked_to, "marked_wrong": marked_wrong}
     ctx = {"form": form, "hits": None, "problem": None}
     if any(v.strip() for v in form.values()):
         try:
@@ -36,7 +37,8 @@ def search_answers(request: Request, reviewer: ComplianceUser, db: DbDep, words:
         except DateInputError as exc:
             ctx["problem"] = str(exc)
             return render(request, "disputes/search.html", ctx, block="results", status_code=422)
-        ctx["hits"] = disputes.search(db, words, staff, start, end, reviewer=reviewer.name)
+        ctx["hits"] = disputes.search(db, words, staff, start, end, reviewer=reviewer.name,
+                                      marked_wrong=bool(marked_wrong.strip()))
     return render(request, "disputes/search.html", ctx, block="results")
 
 
@@ -48,6 +50,24 @@ def list_audit(request: Request, reviewer: ComplianceUser, db: DbDep):
         "details": json.dumps(e.details, sort_keys=True, default=str),
     } for e in disputes.audit_entries(db, reviewer=reviewer.name)]
     return render(request, "disputes/audit.html", {"rows": rows})
+
+
+@router.get("/export")
+def export_answers(request: Request, reviewer: ComplianceUser, db: DbDep, asked_from: str = "", asked_to: str = "",
+                   staff: str = "", format: str = "jsonl"):  # noqa: A002 - the query parameter's name
+    """Every trace asked in the period (optionally one staff member's), with its chain link."""
+    try:
+        start = parse_input_date(asked_from, "asked from")
+        end = parse_input_date(asked_to, "asked to")
+        if start is None or end is None:
+            raise DateInputError("Enter both 'asked from' and 'asked to' to export a period.")
+        records = exports.export_traces(db, reviewer=reviewer.name, start=start, end=end, user=staff)
+        body = "".join(exports.render(records, format))
+    except (DateInputError, exports.ExportError) as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    media = "application/x-ndjson" if format == "jsonl" else "text/csv"
+    name = f"policydesk-traces-{start}-{end}.{format}"
+    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.get("/{trace_id}")
@@ -137,6 +157,7 @@ def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date:
         "member_date": member_date,
         "replays": disputes.replays_of(db, trace.id, reviewer=reviewer.name),
         "proof": disputes.proof(db, trace.id, reviewer=reviewer.name),
+        "feedback": feedback_for(db, trace.id, user_name=reviewer.name, all_users=True),
         "verdicts": None,
         "replay": None,
         "check_problem": None,
