@@ -99,3 +99,22 @@ def test_cli_export_refuses_bad_input(demo_db):
     assert r.returncode == 2 and "before" in r.stderr
     r = _cli(demo_db, "traces", "export", "--from", "2026-03-01", "--to", "2026-03-01", "--format", "xml")
     assert r.returncode == 2 and "--format" in r.stderr
+
+
+def test_the_documented_offline_check_runs_on_an_export(asked, demo_db, tmp_path, monkeypatch):
+    # docs/security.md promises an auditor can verify with the standard library alone: run that
+    # very snippet, as written, on a real export.
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    snippet = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    records = export_traces(demo_db, reviewer="auditor", start=TODAY, end=TODAY)
+    (tmp_path / "traces.jsonl").write_text("".join(render(records, "jsonl")), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "docs/security.md", "exec"), {})  # raises AssertionError on a bad file
+    lines = (tmp_path / "traces.jsonl").read_text().splitlines()
+    tampered = json.loads(lines[0])
+    tampered["row_hash"] = "0" * 64
+    (tmp_path / "traces.jsonl").write_text(json.dumps(tampered) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError):
+        exec(compile(snippet, "docs/security.md", "exec"), {})
