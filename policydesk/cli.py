@@ -4,61 +4,27 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
-from datetime import date
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from policydesk.access import ROLES, UnknownRoleError
+from policydesk.commands.common import _database, _fail, _parse_date
+from policydesk.commands.report import report_app
+from policydesk.commands.traces import traces_app
 from policydesk.config import get_settings
 from policydesk.ingest import IngestError, check_staleness, ingest_directory
 
 app = typer.Typer(help="PolicyDesk: the rule that applied, and proof of what was said.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage staff accounts.", no_args_is_help=True)
-traces_app = typer.Typer(help="Manage stored traces.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 app.add_typer(traces_app, name="traces")
+app.add_typer(report_app, name="report")
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
-
-
-def _fail(message: str, code: int = 2) -> None:
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(code)
-
-
-@contextmanager
-def _database(*, serving: bool = False):
-    """The migrated database for one command; an outage becomes a clear error, not a traceback.
-
-    Commands that answer or serve (`serving=True`) first check that the security layers are on
-    and refuse to start, one line per problem, if they are not.
-    """
-    from policydesk.runtime import open_migrated
-    from policydesk.storage.security import InsecureStartError, check_secure_start
-
-    db = None
-    try:
-        settings = get_settings()
-        db = open_migrated(settings)
-        if serving:
-            try:
-                check_secure_start(db, settings)
-            except InsecureStartError as exc:
-                _fail("refusing to start, the security layers are not all on:\n  - "
-                      + "\n  - ".join(exc.problems), code=4)
-        yield db
-    except DBAPIError as exc:
-        _fail(f"the database is unavailable ({exc.orig.__class__.__name__ if exc.orig else 'error'}); "
-              "nothing was changed. Check that Postgres is running and try again.", code=3)
-    finally:
-        if db is not None:
-            db.dispose()
 
 
 @app.command()
@@ -175,15 +141,6 @@ def users_list() -> None:
                 typer.echo(f"{u.name}\t{u.role}{disabled}")
 
 
-def _parse_date(value: Optional[str], label: str) -> Optional[date]:
-    from policydesk.dates import DateInputError, parse_input_date
-
-    try:
-        return parse_input_date(value, label)
-    except DateInputError as exc:
-        _fail(str(exc))
-
-
 @app.command()
 def ask(question: str,
         as_user: Annotated[str, typer.Option("--as", help="The staff user asking.")],
@@ -204,69 +161,6 @@ def ask(question: str,
     else:
         typer.echo(result.render_text())
     if result.error:
-        raise typer.Exit(1)
-
-
-@traces_app.command("purge")
-def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than", help="Days.")] = None,
-                 by: Annotated[Optional[str], typer.Option("--by", help="Who runs the purge (default: OS user).")] = None,
-                 ) -> None:
-    """Delete traces older than DAYS (default from settings) as the owner; the chain cut and an
-    audit entry are recorded, so `traces verify` still holds."""
-    import getpass
-
-    from policydesk.tracing import purge_traces
-
-    days = older_than if older_than is not None else get_settings().TRACE_RETENTION_DAYS
-    if days <= 0:
-        _fail("--older-than must be a positive number of days")
-    with _database() as db:
-        n = purge_traces(db, older_than_days=days, actor=by or getpass.getuser())
-    typer.echo(f"deleted {n} traces older than {days} days")
-
-
-@traces_app.command("export")
-def traces_export(
-        date_from: Annotated[str, typer.Option("--from", help="First day asked (YYYY-MM-DD).")],
-        date_to: Annotated[str, typer.Option("--to", help="Last day asked (YYYY-MM-DD).")],
-        user: Annotated[Optional[str], typer.Option("--user", help="Only this staff member's traces.")] = None,
-        fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
-        out: Annotated[Optional[Path], typer.Option("--out", help="File to write (default: stdout).")] = None,
-        by: Annotated[Optional[str], typer.Option("--by", help="Who exports, for the audit log (default: OS user).")] = None,
-) -> None:
-    """Export traces for auditors, each with its hash-chain link (verify offline: docs/security.md)."""
-    import getpass
-
-    from policydesk.exports import FORMATS, export_traces, render
-
-    if fmt not in FORMATS:
-        _fail(f"--format must be one of: {', '.join(FORMATS)}")
-    start, end = _parse_date(date_from, "--from"), _parse_date(date_to, "--to")
-    if end < start:
-        _fail(f"--to ({end}) is before --from ({start})")
-    with _database() as db:
-        records = export_traces(db, reviewer=by or getpass.getuser(), start=start, end=end, user=user)
-    body = "".join(render(records, fmt))
-    if out is None:
-        typer.echo(body, nl=False)
-    else:
-        out.write_text(body, encoding="utf-8")
-        typer.echo(f"wrote {len(records)} traces to {out}", err=True)
-
-
-@traces_app.command("verify")
-def traces_verify() -> None:
-    """Walk the trace and audit-log hash chains; exit 1 naming the first broken row."""
-    from policydesk.storage.chain import CHAINED_TABLES, verify_chain
-
-    with _database() as db:
-        reports = [verify_chain(db.owner, table) for table in CHAINED_TABLES]
-    for r in reports:
-        if r.ok:
-            typer.echo(f"{r.table}: {r.rows} rows verify (chain head seq {r.head_seq if r.head_seq else '-'})")
-        else:
-            typer.secho(f"{r.table}: BROKEN at {r.broken}; {r.rows} rows before it verify", fg=typer.colors.RED)
-    if not all(r.ok for r in reports):
         raise typer.Exit(1)
 
 

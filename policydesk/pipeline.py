@@ -69,6 +69,9 @@ class AskResult:
     refusal_message: str | None = None
     abstained: bool = False
     abstain_reason: str | None = None
+    # Why there was no answer, as a stable code for reports: no_source | weak_match |
+    # not_in_sources | failed_closed | failed_check | error
+    abstain_code: str | None = None
     warnings: list[AnswerWarning] = field(default_factory=list)
     degraded: bool = False
     dates: dict[str, str | None] = field(default_factory=dict)
@@ -92,6 +95,7 @@ class AskResult:
             "refusal_code": self.refusal_reason,
             "abstained": self.abstained,
             "abstain_reason": self.abstain_reason,
+            "abstain_code": self.abstain_code,
             "warnings": [w.model_dump() for w in self.warnings],
             "degraded": self.degraded,
             "dates": self.dates,
@@ -186,6 +190,7 @@ class AskPipeline:
                 result.error = f"PolicyDesk could not answer: {exc.__class__.__name__}. Nothing was stated; try again."
                 result.abstained = True
                 result.abstain_reason = result.error
+                result.abstain_code = "error"
                 result.answer, result.claims, result.citations = "", [], []
             result.prompts = list(draft.prompts)
             self._record(req, result, clearance, draft)
@@ -234,11 +239,12 @@ class AskPipeline:
 
         # -- step 6: generate or abstain -----------------------------------------------------
         if not nodes:
-            self._abstain(result, "No source you are cleared to see answers this question.")
+            self._abstain(result, "No source you are cleared to see answers this question.", "no_source")
             return
         best = retrieved.best_similarity
         if best is not None and best < self.settings.ABSTAIN_MIN_SIMILARITY:
-            self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.")
+            self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.",
+                          "weak_match")
             return
         notes = self._notes(dates, resolver, flagger)
         with draft.stage("synthesis"):
@@ -252,7 +258,8 @@ class AskPipeline:
                 metrics.FAIL_CLOSED.inc()
                 log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
                             draft.id, outcome.abstain_reason)
-            self._abstain(result, outcome.abstain_reason or "The sources do not contain the answer.")
+            self._abstain(result, outcome.abstain_reason or "The sources do not contain the answer.",
+                          "failed_closed" if outcome.failed_closed else "not_in_sources")
             return
         verdict = check_draft(outcome.answer, result.context_ids)
         action = combine("allow", verdict.action)
@@ -260,7 +267,8 @@ class AskPipeline:
             self._refuse(result, "postflight", "The drafted answer was withheld: " + "; ".join(verdict.reasons))
             return
         if action == "abstain":
-            self._abstain(result, "The drafted answer failed the post-generation check: " + "; ".join(verdict.reasons))
+            self._abstain(result, "The drafted answer failed the post-generation check: " + "; ".join(verdict.reasons),
+                          "failed_check")
             return
         by_id = {n.node.node_id: n for n in nodes}
         result.answer = outcome.answer.answer
@@ -343,9 +351,10 @@ class AskPipeline:
         metrics.REFUSALS.labels(reason=code).inc()
         log.info("refused (%s), trace %s", code, result.trace_id)
 
-    def _abstain(self, result: AskResult, reason: str) -> None:
+    def _abstain(self, result: AskResult, reason: str, code: str) -> None:
         result.abstained = True
         result.abstain_reason = reason
+        result.abstain_code = code
         result.answer, result.claims, result.citations = "", [], []
 
     # -- step 7: trace ----------------------------------------------------------------------

@@ -109,6 +109,12 @@ def test_walkthrough_in_browser(browser, server_url, people):
     rep.click("#result .show-text >> nth=0")  # cited text on demand, via htmx
     rep.wait_for_selector("#result .cited-text")
     _shot(rep, "02-rep-answer-90-days.png")
+    # The rep marks it wrong (for the date they had in mind), via htmx.
+    rep.select_option("#result .feedback select[name=reason]", "wrong_version")
+    rep.fill("#result .feedback textarea[name=note]", "The provider billed for a 2025 visit.")
+    rep.click("#result .feedback button[value=wrong]")
+    rep.wait_for_selector("#result .feedback-recorded")
+    assert "Wrong version" in rep.inner_text("#result .feedback-recorded")
 
     # The compliance reviewer finds it, opens it, checks it and replays it.
     reviewer = _sign_in(browser, server_url, people["compliance"])
@@ -122,6 +128,8 @@ def test_walkthrough_in_browser(browser, server_url, people):
     reviewer.wait_for_selector("dl.meta")
     assert people["rep"] in reviewer.inner_text("dl.meta")
     assert "no date entered" in reviewer.inner_text("dl.meta")
+    assert reviewer.inner_text("dl.meta .proof").startswith("verifies")
+    assert "The provider billed for a 2025 visit." in reviewer.inner_text(".staff-feedback")
     _shot(reviewer, "04-reviewer-answer-as-given.png")
 
     reviewer.fill("input[name=member_date]", "2025-11-03")
@@ -138,8 +146,14 @@ def test_walkthrough_in_browser(browser, server_url, people):
     reviewer.locator("#replay").scroll_into_view_if_needed()
     _shot(reviewer, "06-reviewer-replay-180-days.png")
 
+    # The gaps report shows today's questions, with its charts drawn on the server.
+    reviewer.goto(f"{server_url}/reports/gaps")
+    reviewer.wait_for_selector("section.totals svg.chart")
+    assert "marked wrong" in reviewer.inner_text(".totals-line")
+    _shot(reviewer, "07-reviewer-gaps-report.png")
+
     # The rep can't open the disputes pages.
     response = rep.goto(f"{server_url}/disputes")
     assert response.status == 403
     assert "compliance reviewers only" in rep.inner_text("main")
-    _shot(rep, "07-rep-disputes-403.png")
+    _shot(rep, "08-rep-disputes-403.png")

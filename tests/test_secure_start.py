@@ -73,7 +73,7 @@ def test_start_refuses_a_table_whose_rls_is_not_forced(db, settings, table):
         f"row-level security is not forced on {table}: ALTER TABLE {table} FORCE ROW LEVEL SECURITY "
         "(or re-run the migrations to head)"]
     out = _cli_ask(db, settings)
-    assert out.returncode == 4 and f"FORCE ROW LEVEL SECURITY" in out.stderr
+    assert out.returncode == 4 and "FORCE ROW LEVEL SECURITY" in out.stderr
 
 
 def test_start_refuses_rls_switched_off(db):

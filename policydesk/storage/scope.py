@@ -25,6 +25,8 @@ class Scope:
     # for a compliance reviewer. None reads no trace.
     user_name: str | None = None
     all_traces: bool = False
+    # Report scope (migration 0008): also read traces of staff within this clearance.
+    report: bool = False
 
 
 _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("policydesk_scope", default=None)
@@ -32,9 +34,9 @@ _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("policyd
 
 @contextmanager
 def permitted_scope(levels: tuple[str, ...] | list[str], sensitive: bool, *, user_name: str | None = None,
-                    all_traces: bool = False) -> Iterator[Scope]:
+                    all_traces: bool = False, report: bool = False) -> Iterator[Scope]:
     """Run the block with these access levels bound to every application-engine transaction."""
-    scope = Scope(tuple(levels), bool(sensitive), user_name, bool(all_traces))
+    scope = Scope(tuple(levels), bool(sensitive), user_name, bool(all_traces), bool(report))
     token = _current.set(scope)
     try:
         yield scope
@@ -65,10 +67,12 @@ def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int) 
             params["sensitive"] = "on" if scope.sensitive else "off"
             params["user"] = scope.user_name or ""
             params["all_traces"] = "on" if scope.all_traces else "off"
+            params["report"] = "on" if scope.report else "off"
             sql += (
                 ", set_config('policydesk.levels', %(levels)s, true), "
                 "set_config('policydesk.sensitive', %(sensitive)s, true), "
                 "set_config('policydesk.user', %(user)s, true), "
-                "set_config('policydesk.all_traces', %(all_traces)s, true)"
+                "set_config('policydesk.all_traces', %(all_traces)s, true), "
+                "set_config('policydesk.report', %(report)s, true)"
             )
         conn.exec_driver_sql(sql, params)

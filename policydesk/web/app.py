@@ -17,7 +17,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from policydesk.config import Settings
 from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx, reject_nul_bytes, utc_now
-from policydesk.web.routes import ask, auth, disputes, feedback, ops
+from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports
 from policydesk.web.templating import TEMPLATES
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
                        max_age=settings.SESSION_MAX_HOURS * 60 * 60, same_site="lax",
                        https_only=settings.session_cookie_secure)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (auth, ask, feedback, disputes, ops):
+    for module in (auth, ask, feedback, disputes, reports, ops):
         app.include_router(module.router)
 
     @app.get("/", include_in_schema=False)

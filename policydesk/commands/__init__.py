@@ -1,0 +1,1 @@
+"""Sub-commands of the `policydesk` command line, one module per group."""

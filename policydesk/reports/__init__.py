@@ -1,0 +1,1 @@
+"""Reports for policy owners and compliance, read in the viewer's scope."""

@@ -1,0 +1,187 @@
+"""The gaps report: where staff questions go unanswered, by source owner and by policy.
+
+Everything is read through the application login in the viewer's scope: sources through the
+same predicate and row-level security as retrieval (a source the viewer may not read is never
+named), and traces under the report scope (migration 0008), which admits only traces of staff
+whose clearance is within the viewer's. Counts are computed in Python from those rows, so the
+CSV, the HTML page and the tests all read one `GapsReport`.
+
+A question is attributed to the sources it cited, or, when it was not answered, to the source
+its best-ranked context came from; a refusal before retrieval belongs to no source and is only
+counted in the totals.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+
+from sqlalchemy import text
+
+from policydesk.access import Clearance
+from policydesk.reports.clusters import QuestionCluster, cluster_questions
+from policydesk.storage.scope import permitted_scope
+
+ABSTAIN_KINDS = ("no_source", "weak_match", "not_in_sources", "failed_closed", "failed_check", "error")
+
+_SOURCES_SQL = text("""
+    SELECT doc_id, version, title, source_type, owner, effective_from, source_sha256, disk_sha256
+    FROM document_versions
+    WHERE access_level = ANY(:levels) AND (:sensitive OR NOT sensitive)
+    ORDER BY doc_id, version
+""")
+_TRACES_SQL = text("""
+    SELECT id, created_at, question, refused, abstained, degraded, status, answer, citations, chunk_ids
+    FROM traces
+    WHERE kind = 'ask' AND created_at >= :start AND created_at < :end
+    ORDER BY created_at
+""")
+_WRONG_SQL = text("SELECT DISTINCT trace_id FROM feedback WHERE verdict = 'wrong' AND at >= :start")
+
+
+@dataclass
+class Counts:
+    asked: int = 0
+    answered: int = 0
+    abstained: Counter = field(default_factory=Counter)  # abstain code -> n
+    refused: Counter = field(default_factory=Counter)  # refusal code -> n
+    degraded: int = 0
+    conflicts: int = 0
+    marked_wrong: int = 0
+
+    @property
+    def not_answered(self) -> int:
+        return sum(self.abstained.values())
+
+    def add(self, t: "_Trace", wrong: bool) -> None:
+        self.asked += 1
+        if t.refused:
+            self.refused[t.refusal_code or "refused"] += 1
+        elif t.abstained:
+            self.abstained[t.abstain_code or "not_in_sources"] += 1
+        else:
+            self.answered += 1
+        self.degraded += int(t.degraded)
+        self.marked_wrong += int(wrong)
+
+
+@dataclass
+class SourceRow:
+    doc_id: str
+    title: str
+    source_type: str
+    owner: str
+    counts: Counts = field(default_factory=Counts)
+    conflicts: Counter = field(default_factory=Counter)  # "note title says X" -> n
+
+
+@dataclass(frozen=True)
+class SourceNote:
+    doc_id: str
+    title: str
+    owner: str
+    detail: str
+
+
+@dataclass
+class GapsReport:
+    start: date
+    end: date
+    owner: str | None
+    viewer_role: str
+    totals: Counts
+    sources: list[SourceRow]
+    owners: dict[str, Counts]
+    clusters: list[QuestionCluster]
+    stale: list[SourceNote]
+    scheduled: list[SourceNote]
+    daily: dict[date, Counts]
+
+
+@dataclass(frozen=True)
+class _Trace:
+    id: str
+    day: date
+    question: str
+    refused: bool
+    abstained: bool
+    degraded: bool
+    refusal_code: str | None
+    abstain_code: str | None
+    cited_docs: tuple[str, ...]
+    context_doc: str | None
+    conflicts: tuple[dict, ...]
+
+
+def _doc_of(chunk_id: str) -> str:
+    return chunk_id.split(":", 1)[0]
+
+
+def _trace(row) -> _Trace:
+    answer = row.answer or {}
+    cited = tuple(dict.fromkeys(c["doc_id"] for c in row.citations or []))
+    return _Trace(
+        id=str(row.id), day=row.created_at.astimezone(timezone.utc).date(), question=row.question,
+        refused=row.refused, abstained=row.abstained or row.status == "failed", degraded=row.degraded,
+        refusal_code=answer.get("refusal_code"), abstain_code=answer.get("abstain_code"), cited_docs=cited,
+        context_doc=_doc_of(row.chunk_ids[0]) if row.chunk_ids else None,
+        conflicts=tuple(answer.get("conflicts") or ()),
+    )
+
+
+def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date, owner: str | None = None,
+                embed_model=None) -> GapsReport:
+    """Counts for [start, end] (inclusive days, UTC) as `clearance` may see them."""
+    if end < start:
+        raise ValueError(f"the period ends ({end}) before it starts ({start})")
+    window = {"start": datetime.combine(start, time.min, tzinfo=timezone.utc),
+              "end": datetime.combine(end + timedelta(days=1), time.min, tzinfo=timezone.utc)}
+    with permitted_scope(clearance.levels, clearance.sensitive, report=True), db.app.connect() as conn:
+        versions = conn.execute(_SOURCES_SQL, {"levels": list(clearance.levels), "sensitive": clearance.sensitive}).all()
+        traces = [_trace(r) for r in conn.execute(_TRACES_SQL, window)]
+        wrong = {str(r.trace_id) for r in conn.execute(_WRONG_SQL, {"start": window["start"]})}
+
+    latest = {v.doc_id: v for v in versions}  # ordered by version: the last one wins
+    wanted = {d for d, v in latest.items() if owner is None or v.owner == owner}
+    rows = {d: SourceRow(d, latest[d].title, latest[d].source_type, latest[d].owner) for d in sorted(wanted)}
+    totals, owners, daily = Counts(), defaultdict(Counts), defaultdict(Counts)
+    unanswered: list[str] = []
+    for t in traces:
+        docs = [d for d in (t.cited_docs or ((t.context_doc,) if t.context_doc else ())) if d in latest]
+        mine = [d for d in docs if d in wanted]
+        if owner is not None and not mine:
+            continue  # another owner's question, or one no source of theirs was near
+        is_wrong = t.id in wrong
+        totals.add(t, is_wrong)
+        daily[t.day].add(t, is_wrong)
+        for d in mine:
+            rows[d].counts.add(t, is_wrong)
+        for o in {latest[d].owner for d in mine}:
+            owners[o].add(t, is_wrong)
+        # One count per question and policy, however many chunk pairs were flagged; a pair is
+        # named only if the viewer may read both sides.
+        flagged: dict[str, set[str]] = defaultdict(set)
+        for c in t.conflicts:
+            policy_doc, note_doc = c.get("policy_doc_id"), _doc_of(c.get("note_chunk_id", ""))
+            if policy_doc in rows and note_doc in latest:
+                flagged[policy_doc].add(f"{c.get('note_title')} says {', '.join(c.get('note_values') or [])}")
+        for policy_doc, notes in flagged.items():
+            rows[policy_doc].counts.conflicts += 1
+            for note in notes:
+                rows[policy_doc].conflicts[note] += 1
+        if flagged:
+            totals.conflicts += 1
+            for o in {latest[d].owner for d in flagged}:
+                owners[o].conflicts += 1
+        if t.abstained and not t.refused:
+            unanswered.append(t.question)
+
+    stale = [SourceNote(v.doc_id, v.title, v.owner, f"version {v.version} changed on disk since it was indexed")
+             for v in versions if v.doc_id in wanted and v.disk_sha256 and v.disk_sha256 != v.source_sha256]
+    scheduled = [SourceNote(v.doc_id, v.title, v.owner, f"version {v.version} takes effect {v.effective_from}")
+                 for v in versions if v.doc_id in wanted and v.effective_from > today]
+    clusters = cluster_questions(unanswered, embed_model) if embed_model is not None and unanswered else []
+    return GapsReport(start, end, owner, clearance.role, totals,
+                      sorted(rows.values(), key=lambda r: (-r.counts.not_answered, -r.counts.asked, r.doc_id)),
+                      dict(sorted(owners.items())), clusters, stale, scheduled, dict(sorted(daily.items())))

@@ -1,0 +1,37 @@
+"""The gaps report as rows: one table the CSV writes and the HTML page shows."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from policydesk.reports.gaps import ABSTAIN_KINDS, Counts, GapsReport
+
+REFUSAL_KINDS = ("member_identifier", "claim_action", "out_of_scope", "no_version_in_force", "postflight",
+                 "empty_question", "question_too_long")
+COLUMNS = ("level", "name", "owner", "asked", "answered", "not_answered", *(f"no_answer_{k}" for k in ABSTAIN_KINDS),
+           "refused", *(f"refused_{k}" for k in REFUSAL_KINDS), "degraded", "conflicts", "marked_wrong")
+
+
+def _cells(c: Counts) -> dict:
+    return {"asked": c.asked, "answered": c.answered, "not_answered": c.not_answered,
+            **{f"no_answer_{k}": c.abstained.get(k, 0) for k in ABSTAIN_KINDS},
+            "refused": sum(c.refused.values()), **{f"refused_{k}": c.refused.get(k, 0) for k in REFUSAL_KINDS},
+            "degraded": c.degraded, "conflicts": c.conflicts, "marked_wrong": c.marked_wrong}
+
+
+def report_rows(report: GapsReport) -> list[dict]:
+    rows = [{"level": "total", "name": "all questions" if report.owner is None else f"questions on {report.owner}'s sources",
+             "owner": report.owner or "", **_cells(report.totals)}]
+    rows += [{"level": "owner", "name": owner, "owner": owner, **_cells(c)} for owner, c in report.owners.items()]
+    rows += [{"level": "source", "name": f"{s.title} ({s.doc_id})", "owner": s.owner, **_cells(s.counts)}
+             for s in report.sources if s.counts.asked or s.counts.conflicts]
+    return rows
+
+
+def report_csv(report: GapsReport) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(report_rows(report))
+    return buf.getvalue()

@@ -1,0 +1,50 @@
+"""The gaps report page (supervisors and compliance), computed in the viewer's own scope."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import Response
+
+from policydesk.dates import DateInputError, parse_input_date
+from policydesk.reports.charts import daily_chart, owner_chart
+from policydesk.reports.gaps import gaps_report
+from policydesk.reports.tables import report_csv, report_rows
+from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, Staff
+from policydesk.web.templating import render
+
+REPORT_ROLES = ("supervisor", "compliance")
+DEFAULT_DAYS = 30
+
+
+def require_report_reader(user: CurrentUser) -> Staff:
+    if user.role not in REPORT_ROLES:
+        raise HTTPException(status_code=403, detail="Reports are for supervisors and compliance reviewers.")
+    return user
+
+
+router = APIRouter(prefix="/reports", tags=["reports"], dependencies=[Depends(require_report_reader)])
+
+
+@router.get("/gaps")
+def show_gaps(request: Request, user: CurrentUser, db: DbDep, pipeline: PipelineDep, since: str = "",
+              until: str = "", owner: str = "", format: str = "html"):  # noqa: A002 - the query parameter
+    today = pipeline.today  # the business date: which versions are scheduled
+    asked_today = datetime.now(timezone.utc).date()  # traces carry real timestamps
+    form = {"since": since, "until": until, "owner": owner}
+    try:
+        start = parse_input_date(since, "since") or asked_today - timedelta(days=DEFAULT_DAYS)
+        end = parse_input_date(until, "until") or asked_today
+        report = gaps_report(db, user.clearance, start=start, end=end, today=today, owner=owner.strip() or None,
+                             embed_model=pipeline.embed_model)
+    except (DateInputError, ValueError) as exc:
+        return render(request, "reports/gaps.html", {"form": form, "report": None, "problem": str(exc)},
+                      status_code=422)
+    if format == "csv":
+        return Response(report_csv(report), media_type="text/csv", headers={
+            "Content-Disposition": f'attachment; filename="policydesk-gaps-{start}-{end}.csv"'})
+    return render(request, "reports/gaps.html", {
+        "form": form, "report": report, "problem": None, "rows": report_rows(report),
+        "daily_chart": daily_chart(report.daily), "owner_chart": owner_chart(report.owners),
+    })
