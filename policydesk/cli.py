@@ -13,15 +13,16 @@ from sqlalchemy.orm import Session
 from policydesk.access import ROLES, UnknownRoleError
 from policydesk.commands.common import _database, _fail, _parse_date
 from policydesk.commands.report import report_app
+from policydesk.commands.tokens import tokens_app
 from policydesk.commands.traces import traces_app
 from policydesk.config import get_settings
-from policydesk.ingest import IngestError, check_staleness, ingest_directory
 
 app = typer.Typer(help="PolicyDesk: the rule that applied, and proof of what was said.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage staff accounts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 app.add_typer(traces_app, name="traces")
 app.add_typer(report_app, name="report")
+app.add_typer(tokens_app, name="tokens")
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
@@ -30,6 +31,9 @@ DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "complianc
 @app.command()
 def ingest(directory: Path, progress: bool = typer.Option(True, help="Show a progress bar.")) -> None:
     """Ingest the sources listed in DIRECTORY/manifest.yaml (one transaction)."""
+    # Imported in the commands that need it: `policydesk ask --server` must start without
+    # loading the retrieval stack.
+    from policydesk.ingest import IngestError, ingest_directory
     from policydesk.providers import embedding_for
 
     settings = get_settings()
@@ -46,6 +50,8 @@ def ingest(directory: Path, progress: bool = typer.Option(True, help="Show a pro
 @app.command("check-staleness")
 def check_staleness_cmd(directory: Path = typer.Argument(DEMO_CORPUS)) -> None:
     """List indexed sources whose file changed (or vanished) since ingest. Exit 1 if any."""
+    from policydesk.ingest import check_staleness
+
     with _database() as db:
         stale = check_staleness(db, directory)
     if not stale:
@@ -143,15 +149,24 @@ def users_list() -> None:
 
 @app.command()
 def ask(question: str,
-        as_user: Annotated[str, typer.Option("--as", help="The staff user asking.")],
+        as_user: Annotated[Optional[str], typer.Option("--as", help="The staff user asking (local database).")] = None,
         date_of_service: Annotated[Optional[str], typer.Option("--date-of-service")] = None,
         denial_date: Annotated[Optional[str], typer.Option("--denial-date")] = None,
-        as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+        server: Annotated[Optional[str], typer.Option(
+            "--server", help="Ask a running PolicyDesk at this URL through its API instead of the local database.")] = None,
+        token: Annotated[Optional[str], typer.Option(
+            "--token", envvar="POLICYDESK_API_TOKEN", help="API token for --server (or POLICYDESK_API_TOKEN).")] = None,
+        ) -> None:
     """Ask a policy question as USER and print the answer (one JSON object with --json)."""
-    from policydesk.pipeline import AskRequest, build_pipeline
-
     dates = {"date_of_service": _parse_date(date_of_service, "date of service"),
              "denial_notice_date": _parse_date(denial_date, "denial notice date")}
+    if server:
+        return _ask_server(server, token, question, dates, as_json)
+    if not as_user:
+        _fail("--as USER is required (or --server URL --token T to ask a running server)")
+    from policydesk.pipeline import AskRequest, build_pipeline
+
     settings = get_settings()
     with _database(serving=True) as db:
         pipeline = build_pipeline(db, settings)
@@ -161,6 +176,21 @@ def ask(question: str,
     else:
         typer.echo(result.render_text())
     if result.error:
+        raise typer.Exit(1)
+
+
+def _ask_server(server: str, token: Optional[str], question: str, dates: dict, as_json: bool) -> None:
+    """The same JSON as a local `ask --json`, from a running server (no model or database loaded here)."""
+    from policydesk.client import ApiClientError, ask_remote, render_answer
+
+    if not token:
+        _fail("--server needs --token T (or POLICYDESK_API_TOKEN); create one with `policydesk tokens create USER`")
+    try:
+        answer = ask_remote(server, token, question, {b: d.isoformat() for b, d in dates.items() if d})
+    except ApiClientError as exc:
+        _fail(str(exc), code=exc.exit_code)
+    typer.echo(json.dumps(answer, indent=2, default=str) if as_json else render_answer(answer))
+    if answer.get("error"):
         raise typer.Exit(1)
 
 
@@ -185,6 +215,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
 @app.command()
 def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Option(True, "--serve/--no-serve")) -> None:
     """Embedded Postgres, demo corpus, one demo user per role, and the web app."""
+    from policydesk.ingest import ingest_directory
     from policydesk.providers import embedding_for
     from policydesk.users import add_user, get_user
 

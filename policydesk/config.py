@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from policydesk.access import ROLES
+
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
 LOCAL_APP_DB_PASSWORD = "policydesk-app-local"
 
@@ -37,6 +39,26 @@ class Settings(BaseSettings):
     LOGIN_ADDRESS_MAX_FAILURES: int = Field(default=20, gt=0)  # per client address, any account
     LOGIN_FAILURE_WINDOW_MINUTES: int = Field(default=15, gt=0)
     LOGIN_LOCKOUT_MINUTES: int = Field(default=15, gt=0)
+
+    # The JSON API (docs/api.md). Requests per token per window, counted in Postgres.
+    API_RATE_LIMIT: int = Field(default=60, gt=0)
+    API_RATE_WINDOW_SECONDS: int = Field(default=60, gt=0)
+    API_MAX_BODY_BYTES: int = Field(default=16 * 1024, gt=0)  # a request body larger than this is refused
+    API_TOKEN_DEFAULT_DAYS: int = Field(default=90, gt=0)  # `tokens create` without --expires
+
+    # Sign-in. Local passwords (the demo) can be switched off once single sign-on is set up.
+    LOCAL_PASSWORDS: bool = True
+    # Single sign-on through OpenID Connect: on when OIDC_ISSUER is set (docs/deploy.md).
+    OIDC_ISSUER: str | None = None
+    OIDC_CLIENT_ID: str | None = None
+    OIDC_CLIENT_SECRET: str | None = None
+    OIDC_SCOPES: str = "openid profile email"
+    OIDC_GROUPS_CLAIM: str = "groups"  # the ID-token claim listing the user's groups
+    OIDC_USERNAME_CLAIM: str = "preferred_username"  # the claim that becomes the PolicyDesk user name
+    # IdP group -> PolicyDesk role, e.g. POLICYDESK_OIDC_ROLE_MAP='{"pd-reps": "rep"}'. A user in
+    # several mapped groups gets the most cleared of their roles; in none, the sign-in is refused.
+    OIDC_ROLE_MAP: dict[str, str] = Field(default_factory=dict)
+    OIDC_REDIRECT_URL: str | None = None  # the callback URL the IdP knows; default: from the request
 
     # Providers: Gemini when a key is configured, offline otherwise.
     GEMINI_API_KEY: str | None = None
@@ -82,6 +104,22 @@ class Settings(BaseSettings):
                 f"is {self.ENVIRONMENT!r}"
             )
         return self
+
+    @model_validator(mode="after")
+    def _check_sign_in(self) -> "Settings":
+        unknown = sorted({r for r in self.OIDC_ROLE_MAP.values() if r not in ROLES})
+        if unknown:
+            raise ValueError(f"POLICYDESK_OIDC_ROLE_MAP names unknown role(s) {', '.join(unknown)}; "
+                             f"roles are {', '.join(ROLES)}")
+        if self.OIDC_ISSUER and not self.OIDC_CLIENT_ID:
+            raise ValueError("POLICYDESK_OIDC_ISSUER is set but POLICYDESK_OIDC_CLIENT_ID is not")
+        if not self.LOCAL_PASSWORDS and not self.OIDC_ISSUER:
+            raise ValueError("POLICYDESK_LOCAL_PASSWORDS is off and no POLICYDESK_OIDC_ISSUER is set: nobody could sign in")
+        return self
+
+    @property
+    def sso_enabled(self) -> bool:
+        return bool(self.OIDC_ISSUER)
 
     @property
     def session_cookie_secure(self) -> bool:

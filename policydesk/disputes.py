@@ -146,6 +146,15 @@ def open(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:  # noqa: A0
     return trace
 
 
+def load(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:
+    """The stored trace, for a check or replay (those write their own audit rows)."""
+    with reviewing(reviewer), Session(db.app) as session:
+        trace = session.get(Trace, trace_id)
+        if trace is not None:
+            session.expunge(trace)
+    return trace
+
+
 def replays_of(db, trace_id: uuid.UUID, *, reviewer: str) -> list[Trace]:
     with reviewing(reviewer), Session(db.app) as session:
         rows = list(session.scalars(select(Trace).where(Trace.replay_of == trace_id).order_by(Trace.created_at)))

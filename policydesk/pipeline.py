@@ -38,6 +38,7 @@ from policydesk.synthesis.schema import AnswerWarning, Citation, Claim
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import TraceDraft, active_trace, install_trace_collector, write_trace
 from policydesk.storage.models import DocumentVersion, User
+from policydesk.storage.scope import permitted_scope
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class AskRequest:
     kind: str = "ask"  # ask | replay | eval
     replay_of: uuid.UUID | None = None
     as_role: str | None = None  # replay: the original role's clearance, not the replayer's
+    rejected: str | None = None  # input the caller refused (API validation): traced as failed, not answered
 
 
 @dataclass
@@ -178,6 +180,8 @@ class AskPipeline:
             try:
                 with draft.stage("resolve_role"):
                     result.role, clearance = self._resolve_role(req)
+                if req.rejected:
+                    raise AskError(req.rejected)
                 dates = self._parse_dates(req)
                 result.dates = {b: (dates[b].isoformat() if b in dates else None) for b in DATE_BASES}
                 self._run(req, result, clearance, dates, draft)
@@ -326,8 +330,6 @@ class AskPipeline:
         keys = {(c.doc_id, c.version) for c in citations}
         if not keys:
             return []
-        from policydesk.storage.scope import permitted_scope
-
         with permitted_scope(clearance.levels, clearance.sensitive), Session(self.db.app) as session:
             rows = session.execute(select(DocumentVersion.doc_id, DocumentVersion.version, DocumentVersion.title,
                                           DocumentVersion.disk_sha256, DocumentVersion.source_sha256).where(

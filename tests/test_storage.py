@@ -21,7 +21,8 @@ def test_migrations_run_up_from_empty(make_db):
     with db.owner.connect() as conn:
         tables = set(conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars())
         ext = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
-    assert {"users", "documents", "document_versions", "data_chunks", "traces", "audit_log", "login_attempts"} <= tables
+    assert {"users", "documents", "document_versions", "data_chunks", "traces", "audit_log", "login_attempts",
+            "api_tokens", "api_requests"} <= tables
     assert tuple(int(p) for p in ext.split(".")[:2]) >= (0, 8)
 
 

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import typer
 
-from policydesk.bench import stages
-
 REPO = Path(__file__).resolve().parents[2]
 
 TARGETS = {
@@ -47,6 +45,9 @@ def bench_command(
     torch_threads: int = typer.Option(0, help="torch.set_num_threads for the local embedder; 0 = torch default."),
 ) -> None:
     """Per-stage p50/p95 of the ask path, and filtered top-k recall at scale."""
+    # Imported here, not at the top: `policydesk` registers this command at start-up, and
+    # `policydesk ask --server` must not pay for loading the retrieval stack.
+    from policydesk.bench import stages
     from policydesk.config import get_settings
     from policydesk.providers import llm_for, offline_embedding
     from policydesk.runtime import open_migrated

@@ -50,6 +50,8 @@ class User(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     # Migration 0006: set by `policydesk users disable`; a disabled user is treated as unknown.
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Migration 0009: `iss|sub` of the identity-provider account a single-sign-on user belongs to.
+    oidc_subject: Mapped[str | None] = mapped_column(Text, nullable=True, unique=True)
 
 
 class LoginAttempt(Base):
@@ -63,6 +65,32 @@ class LoginAttempt(Base):
     succeeded: Mapped[bool] = mapped_column(Boolean)
     # Refused while locked, password not checked: recorded, but not counted as a failure.
     throttled: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class ApiToken(Base):
+    """A bearer token for the JSON API (migration 0009): only a hash of its secret is stored.
+    The owner login creates and revokes; the app role only reads."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    key_id: Mapped[str] = mapped_column(Text, unique=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    label: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ApiRequest(Base):
+    """One API request made with a valid token (migration 0009), counted by the rate limit.
+    The app role inserts and reads, never updates."""
+
+    __tablename__ = "api_requests"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    limited: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class Document(Base):

@@ -15,8 +15,12 @@ from policydesk.config import LOCAL_APP_DB_PASSWORD
 
 # Tables whose rows a caller may only see inside their scope.
 PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log", "feedback")
-APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts", "feedback")
+APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts", "feedback", "api_requests")
 _WRITES = ("UPDATE", "DELETE", "TRUNCATE")
+# Tables the application login only reads: accounts and API tokens are created, changed and
+# revoked by the owner login (the CLI, and single sign-on's provisioning step), never by a request.
+READ_ONLY_TABLES = ("users", "api_tokens")
+_READ_ONLY_WRITES = ("INSERT", *_WRITES)
 MIN_SECRET_KEY_BYTES = 32
 
 
@@ -53,14 +57,20 @@ def database_problems(app: Engine) -> list[str]:
             elif not r.relforcerowsecurity:
                 problems.append(f"row-level security is not forced on {table}: ALTER TABLE {table} FORCE ROW LEVEL "
                                 "SECURITY (or re-run the migrations to head)")
-        for table in APPEND_ONLY_TABLES:
-            if table not in found:
+        # Checked against the catalog itself: a table outside PROTECTED_TABLES (login_attempts)
+        # used to be skipped here, so its grants were never looked at.
+        present = set(conn.execute(text(
+            "SELECT relname FROM pg_class WHERE relname = ANY(:t) AND relnamespace = 'public'::regnamespace"),
+            {"t": [*APPEND_ONLY_TABLES, *READ_ONLY_TABLES]}).scalars())
+        checks = [(t, _WRITES, "a record it must only append to") for t in APPEND_ONLY_TABLES]
+        checks += [(t, _READ_ONLY_WRITES, "a table only the owner login may change") for t in READ_ONLY_TABLES]
+        for table, privileges, what in checks:
+            if table not in present:
                 continue
-            for priv in _WRITES:
+            for priv in privileges:
                 if conn.execute(text("SELECT has_table_privilege(current_user, :t, :p)"),
                                 {"t": table, "p": priv}).scalar():
-                    problems.append(f"the application login may {priv} {table}, so a record it must only append to "
-                                    "could be changed: "
+                    problems.append(f"the application login may {priv} {table}, so {what} could be changed: "
                                     f"REVOKE {priv} ON {table} FROM {me.rolname}")
     return problems
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -17,6 +19,9 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from policydesk.config import Settings
 from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx, reject_nul_bytes, utc_now
+from policydesk.web import api
+from policydesk.web.api.deps import field_errors
+from policydesk.web.api.problems import ApiProblem, is_api, kind_for_status, problem_response
 from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports
 from policydesk.web.templating import TEMPLATES
 
@@ -63,6 +68,11 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (auth, ask, feedback, disputes, reports, ops):
         app.include_router(module.router)
+    app.include_router(api.router)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def read_openapi() -> JSONResponse:
+        return JSONResponse(api.api_schema())
 
     @app.get("/", include_in_schema=False)
     def show_home() -> RedirectResponse:
@@ -92,6 +102,19 @@ _TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not fou
 
 
 def _install_error_handlers(app: FastAPI) -> None:
+    # Under /api/ every error is problem+json (web/api/problems.py), never a page or a redirect.
+    @app.exception_handler(ApiProblem)
+    async def show_problem(request: Request, exc: ApiProblem):
+        return await problem_response(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def show_invalid_request(request: Request, exc: RequestValidationError):
+        if not is_api(request):
+            return await request_validation_exception_handler(request, exc)
+        errors = field_errors(exc.errors())
+        return await problem_response(request, ApiProblem(
+            "invalid_request", "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors))
+
     @app.exception_handler(NotSignedIn)
     async def redirect_to_sign_in(request: Request, exc: NotSignedIn):
         target = "/login?next=" + quote(request.url.path, safe="/")
@@ -104,6 +127,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def show_http_error(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "Something was wrong with that request."
+        if is_api(request):
+            return await problem_response(request, ApiProblem(kind_for_status(exc.status_code), detail,
+                                                              headers=exc.headers))
         if _wants_json(request):
             return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
         return _error_page(request, exc.status_code, _TITLES.get(exc.status_code, "Error"), detail)
@@ -115,6 +141,8 @@ def _install_error_handlers(app: FastAPI) -> None:
             message = "The PolicyDesk database is not reachable right now. Nothing was answered or recorded; try again in a minute."
         else:
             message = "The PolicyDesk database could not complete this request. Nothing was answered or recorded; try again."
+        if is_api(request):
+            return await problem_response(request, ApiProblem("unavailable", message, headers={"Retry-After": "60"}))
         if _wants_json(request):
             return JSONResponse({"detail": message, "status": "database_unavailable"}, status_code=503)
         return _error_page(request, 503, "PolicyDesk is unavailable", message)

@@ -147,8 +147,9 @@ def rotate_csrf(request: Request) -> str:
 
 
 async def csrf_protect(request: Request) -> None:
-    """App-wide: every unsafe request carries the session's token (form field or htmx header)."""
-    if request.method not in UNSAFE_METHODS:
+    """App-wide: every unsafe request carries the session's token (form field or htmx header).
+    Not the JSON API: it authenticates by bearer token only, never by cookie (web/api/deps.py)."""
+    if request.method not in UNSAFE_METHODS or request.url.path.startswith("/api/"):
         return
     expected = request.session.get("csrf")
     sent = request.headers.get(CSRF_HEADER)
@@ -161,7 +162,10 @@ async def csrf_protect(request: Request) -> None:
 
 async def reject_nul_bytes(request: Request) -> None:
     """App-wide: Postgres text cannot hold a NUL byte, so one in any field is refused up front
-    (found by tests/test_fuzz.py: it reached the database as a 503 instead of a clear message)."""
+    (found by tests/test_fuzz.py: it reached the database as a 503 instead of a clear message).
+    The JSON API checks its own input after the token, as problem+json (web/api/deps.py)."""
+    if request.url.path.startswith("/api/"):
+        return
     values = [*request.query_params.values(), *map(str, request.path_params.values())]
     if request.method in UNSAFE_METHODS:
         values += [v for v in (await request.form()).values() if isinstance(v, str)]

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
+from policydesk.citations import own_citation
 from policydesk.feedback import REASONS
 from policydesk.pipeline import DATE_BASES, AskRequest
-from policydesk.storage.models import Trace
-from policydesk.storage.scope import permitted_scope
-from policydesk.storage.visible import readable_versions
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep
 from policydesk.web.templating import render
 from policydesk.web.views import answer_view, citation_url, date_fields, timelines, window_arrow
@@ -54,18 +49,11 @@ def show_citation(request: Request, user: CurrentUser, db: DbDep, trace_id: str,
     """The cited text from the caller's own trace, shown only while the caller's CURRENT clearance
     may read that source version: a demoted user gets the same 404 as for a citation that never
     existed (issue 12: the link used to keep serving restricted text after a role change)."""
-    try:
-        tid = uuid.UUID(trace_id)
-    except ValueError:
-        raise HTTPException(status_code=404, detail="No such citation.") from None
-    clearance = user.clearance
-    with permitted_scope(clearance.levels, clearance.sensitive, user_name=user.name), Session(db.app) as session:
-        row = session.execute(select(Trace.citations, Trace.question).where(
-            Trace.id == tid, Trace.user_name == user.name)).first()
-    cite = next((c for c in (row.citations if row else []) if c.get("chunk_id") == chunk_id), None)
-    if cite is None or not readable_versions(db, [(cite["doc_id"], cite["version"])], clearance.levels, clearance.sensitive):
+    cited = own_citation(db, user_name=user.name, clearance=user.clearance, trace_id=trace_id, chunk_id=chunk_id)
+    if cited is None:
         raise HTTPException(status_code=404, detail="No such citation.")
+    cite = cited.citation
     return render(request, "citation.html", {
-        "question": row.question, "title": cite["title"], "section": cite["section"], "text": cite["text"],
+        "question": cited.question, "title": cite["title"], "section": cite["section"], "text": cite["text"],
         "version_line": f"version {cite['version']} · {window_arrow(cite['effective_from'], cite.get('effective_to'))}",
     }, block="text")

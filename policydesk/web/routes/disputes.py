@@ -12,7 +12,6 @@ from datetime import date
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
-from sqlalchemy.orm import Session
 
 from policydesk import disputes, exports
 from policydesk.dates import DateInputError, parse_input_date
@@ -120,11 +119,9 @@ def _trace_id(value: str) -> uuid.UUID:
 
 def _load(db, trace_id: str, reviewer: Staff) -> Trace:
     """Read the trace for a check or replay (those write their own audit rows)."""
-    with disputes.reviewing(reviewer.name), Session(db.app) as session:
-        trace = session.get(Trace, _trace_id(trace_id))
-        if trace is None:
-            raise HTTPException(status_code=404, detail="No answer with that id.")
-        session.expunge(trace)
+    trace = disputes.load(db, _trace_id(trace_id), reviewer=reviewer.name)
+    if trace is None:
+        raise HTTPException(status_code=404, detail="No answer with that id.")
     return trace
 
 

@@ -1,0 +1,60 @@
+"""A thin client of the JSON API, for `policydesk ask --server URL --token T`.
+
+It imports neither the pipeline nor a database driver's engine: a terminal user gets an answer
+from a running server without loading models (docs/api.md has the timing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROBLEM_MEMBERS = ("type", "title", "status", "detail", "instance", "errors")
+
+
+class ApiClientError(Exception):
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def ask_remote(server: str, token: str, question: str, dates: dict[str, str], *, timeout: float = 120.0) -> dict[str, Any]:
+    """The answer object, exactly as a local `policydesk ask --json` prints it. A refusal is an
+    answer too (the server sends it as a `refused` problem carrying every answer field)."""
+    import httpx
+
+    url = server.rstrip("/") + "/api/v1/ask"
+    try:
+        response = httpx.post(url, json={"question": question, **dates}, timeout=timeout,
+                              headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+    except httpx.HTTPError as exc:
+        raise ApiClientError(f"could not reach {url}: {exc.__class__.__name__}: {exc}", exit_code=3) from None
+    try:
+        body = response.json()
+    except ValueError:
+        raise ApiClientError(f"{url} answered {response.status_code} without JSON; is it a PolicyDesk server?",
+                             exit_code=3) from None
+    if response.status_code == 200:
+        return body
+    if body.get("type") == "refused":
+        return {k: v for k, v in body.items() if k not in PROBLEM_MEMBERS}
+    message = f"{body.get('title', response.status_code)}: {body.get('detail', '')}"
+    if body.get("trace_id"):
+        message += f" (trace {body['trace_id']})"
+    retry = response.headers.get("Retry-After")
+    if retry:
+        message += f"; retry after {retry} s"
+    raise ApiClientError(message, exit_code=3 if response.status_code >= 500 or response.status_code == 429 else 2)
+
+
+def render_answer(data: dict[str, Any]) -> str:
+    """The text form of an answer object (what `policydesk ask` prints without --json)."""
+    if data.get("refused"):
+        return f"REFUSED: {data.get('refusal_reason')}"
+    if data.get("abstained") or data.get("error"):
+        return f"NO ANSWER: {data.get('abstain_reason') or data.get('error')}"
+    lines = [data.get("answer", ""), ""]
+    for c in data.get("citations", []):
+        lines.append(f"  [{c['chunk_id']}] {c['title']} - {c['section']} - version {c['version']} - "
+                     f"in force {c['effective_from']} -> {c.get('effective_to') or 'open'}")
+    lines += [f"  ! {w['kind']}: {w['message']}" for w in data.get("warnings", [])]
+    return "\n".join(lines)

@@ -1,0 +1,27 @@
+"""The JSON API, /api/v1 (docs/api.md): bearer tokens, pydantic models, problem+json errors."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+
+from policydesk.web.api import ask, traces
+
+VERSION = "1"
+router = APIRouter(prefix="/api/v1")
+router.include_router(ask.router)
+router.include_router(traces.router)
+
+
+_schema: dict | None = None
+
+
+def api_schema() -> dict:
+    """The OpenAPI document of /api/v1 only (the HTML pages are not an API), built once."""
+    global _schema
+    if _schema is None:
+        only_api = FastAPI(title="PolicyDesk API", version=VERSION, description=(
+            "Policy answers with the rule that applied, for staff tools (docs/api.md). Every error is "
+            "application/problem+json (RFC 9457) with a stable `type`."))
+        only_api.include_router(router)
+        _schema = only_api.openapi()
+    return _schema
