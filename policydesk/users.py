@@ -55,10 +55,20 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
+# Never a valid argon2 hash, so no password signs in to an account created by single sign-on
+# (verify_password returns False on InvalidHashError) until `users set-password` gives it one.
+NO_PASSWORD = "!sso"
+
+
+def check_user_name(name: str) -> None:
+    # '@' because identity providers often name users by e-mail address.
+    if not name or len(name) > 64 or not name.replace("-", "").replace("_", "").replace(".", "").replace("@", "").isalnum():
+        raise UserError(f"user name {name!r} must be 1-64 letters, digits, '.', '-', '_' or '@'")
+
+
 def add_user(session: Session, *, name: str, role: str, password: str | None = None) -> tuple[User, str]:
     clearance_for(role)  # raises UnknownRoleError with the allowed roles
-    if not name or len(name) > 64 or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise UserError(f"user name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")
+    check_user_name(name)
     if session.scalar(select(User).where(User.name == name)):
         raise UserError(f"user {name!r} already exists")
     password = password or generate_password()

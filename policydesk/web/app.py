@@ -22,7 +22,7 @@ from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_prote
 from policydesk.web import api
 from policydesk.web.api.deps import field_errors
 from policydesk.web.api.problems import ApiProblem, is_api, kind_for_status, problem_response
-from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports
+from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports, sso
 from policydesk.web.templating import TEMPLATES
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,9 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     for module in (auth, ask, feedback, disputes, reports, ops):
         app.include_router(module.router)
     app.include_router(api.router)
+    if settings.sso_enabled:
+        app.state.oidc = sso.oidc_client(settings)
+        app.include_router(sso.router)
 
     @app.get("/openapi.json", include_in_schema=False)
     def read_openapi() -> JSONResponse:

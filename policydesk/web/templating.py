@@ -28,6 +28,8 @@ def render(request: Request, name: str, context: dict[str, Any] | None = None, *
         "csrf_header": CSRF_HEADER,
         "user": getattr(request.state, "user", None),
         "fragment": False,
+        "sso": request.app.state.settings.sso_enabled,
+        "local_passwords": request.app.state.settings.LOCAL_PASSWORDS,
         **(context or {}),
     }
     template = TEMPLATES.get_template(name)

@@ -49,6 +49,10 @@ def show_login(request: Request, next: str | None = None):
 def sign_in(request: Request, db: DbDep, name: Annotated[str, Form()] = "", password: Annotated[str, Form()] = "",
             next: Annotated[str, Form()] = "/ask"):
     name = name.strip()
+    if not request.app.state.settings.LOCAL_PASSWORDS:  # switched off: single sign-on only
+        return render(request, "login.html", {"next": safe_next(next), "name": "", "notice": None,
+                                              "error": "Password sign-in is switched off. Use single sign-on."},
+                      status_code=403)
     error, status, headers = "That name and password did not match.", 401, None
     signed_in = None
     if name:
