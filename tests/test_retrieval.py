@@ -40,6 +40,10 @@ def chunk_sql_spy(demo_db):
     statements: list[str] = []
 
     def spy(conn, cursor, statement, parameters, context, executemany):
+        # Bound levels (the side-path read binds them) are written into the text we check, so
+        # a literal and a bound predicate are held to the same rule.
+        if isinstance(parameters, dict) and isinstance(parameters.get("levels"), (list, tuple)):
+            statement += " /* bound levels: " + ", ".join(f"'{v}'" for v in parameters["levels"]) + " */"
         statements.append(statement)
 
     event.listen(demo_db.app, "before_cursor_execute", spy)
@@ -50,12 +54,13 @@ def chunk_sql_spy(demo_db):
 
 
 def _reads_policy_text(sql: str) -> bool:
-    return bool(re.search(r"\bFROM\s+(public\.)?(data_chunks|document_versions)\b", sql, re.I))
+    return bool(re.search(r"\b(FROM|JOIN)\s+(public\.)?(data_chunks|document_versions)\b", sql, re.I))
 
 
 def _where_clause(sql: str) -> str:
     m = re.search(r"\bWHERE\b(.*?)(\bORDER BY\b|\bLIMIT\b|$)", sql, re.I | re.S)
-    return m.group(1) if m else ""
+    bound = re.search(r"/\* bound levels: (.*?) \*/", sql)
+    return (m.group(1) if m else "") + (bound.group(1) if bound else "")
 
 
 def _add_synthetic_chunks(db, demo_db, n: int, level_for) -> None:

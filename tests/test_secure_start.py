@@ -100,3 +100,13 @@ def test_production_refuses_default_db_password_and_short_secret(settings):
     fixed = prod.model_copy(update={"APP_DB_PASSWORD": "a-real-password-from-the-vault", "SECRET_KEY": "k" * 32})
     assert settings_problems(fixed) == []
     assert settings_problems(settings) == []  # local and test runs keep their defaults
+
+
+def test_start_refuses_an_app_login_that_can_read_the_full_text_side_table(db, settings):
+    # The side table has no row-level security; the app may only reach it through the definer
+    # function that applies its clearance (migration 0010).
+    with db.owner.begin() as conn:
+        conn.execute(text(f"GRANT SELECT ON chunk_search TO {settings.APP_DB_ROLE}"))
+    assert database_problems(db.app) == [
+        "the application login may SELECT chunk_search, so rows could be read or written around row-level "
+        f"security: REVOKE SELECT ON chunk_search FROM {settings.APP_DB_ROLE}"]

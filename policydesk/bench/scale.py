@@ -14,6 +14,7 @@ then ANALYZE.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,7 +110,7 @@ def insert_filler(db, n: int, *, seed: int = 8, noise: float = 0.03) -> dict[str
     t_index = time.perf_counter() - t1
     t2 = time.perf_counter()
     with db.owner.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("ANALYZE data_chunks; ANALYZE document_versions; ANALYZE documents"))
+        conn.execute(text("ANALYZE data_chunks; ANALYZE chunk_search; ANALYZE document_versions; ANALYZE documents"))
     t_analyze = time.perf_counter() - t2
     with db.owner.connect() as conn:
         total = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
@@ -224,8 +225,23 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
                     "to_tsvector_on_column_in_plan": "to_tsvector" in plan,
                     "statement_has_to_tsvector": "to_tsvector" in (cap.statement or "")})
     event.remove(db.app, "before_cursor_execute", cap._on)
+    results.append(_explain_side_path(db, questions[0], out_dir, tag))
     results.append(_explain_version_lookups(db, out_dir, tag))
     return results
+
+
+def _explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
+    """The side path's inner query (migration 0010), as the definer runs it, for the rep."""
+    from policydesk.retrievers.text import or_query
+
+    with db.owner.begin() as conn:
+        conn.execute(text("SELECT set_config('policydesk.levels', 'public,internal', true), "
+                          "set_config('policydesk.sensitive', 'off', true)"))
+        body = conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'policydesk_text_search'")).scalar_one()
+        sql = re.sub(r"\bquery\b", ":q", body).replace("greatest(least(k, 200), 0)", "20")
+        plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql), {"q": or_query(question)}))
+    (out_dir / f"{tag}_text_side_path_rep.txt").write_text(f"-- function body\n{body}\n-- plan\n{plan}\n")
+    return {"case": "fulltext_side_path_rep", "uses_gin": "chunk_search_tsv" in plan}
 
 
 def _explain_version_lookups(db, out_dir: Path, tag: str) -> dict:

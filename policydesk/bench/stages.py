@@ -5,7 +5,8 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
 
   embed        offline query embedding (all-MiniLM-L6-v2)
   dense        dense arm `.retrieve` with the precomputed embedding (SQL only)
-  text         full-text arm `.retrieve` (SQL only)
+  text         full-text arm `.retrieve` (SQL only): the indexed side path (migration 0010)
+  text_plain_rls  the same query through PGVectorStore's text search under RLS (the old path)
   fusion       RRF + deterministic rerank
   versions     VersionResolver.postprocess_nodes (permission-scoped version lookups)
   retrieval    dense + text + fusion + versions, per iteration (excludes embedding)
@@ -33,7 +34,7 @@ from sqlalchemy.orm import Session
 from policydesk.access import ACCESS_LEVELS, clearance_for
 from policydesk.pipeline import AskPipeline, AskRequest
 from policydesk.postprocessors import VersionLookup, VersionResolver
-from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from policydesk.retrievers import HybridRetriever, PermissionScopedRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import write_trace
@@ -43,7 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = REPO / "evals" / "golden.yaml"
 
-STAGES = ("embed", "dense", "text", "fusion", "versions", "retrieval", "naive", "synthesis", "trace_write", "ask_e2e")
+STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "versions", "retrieval", "naive", "synthesis",
+          "trace_write", "ask_e2e")
 
 
 @dataclass
@@ -130,6 +132,10 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         bundle = QueryBundle(q.text, embedding=emb)
         dense, t_dense = timed(lambda: dense_arm.retrieve(bundle))
         text_nodes, t_text = timed(lambda: text_arm.retrieve(bundle))
+        # The same query through PGVectorStore's own text search under RLS (the path before
+        # migration 0010), in the same run, for the ratio.
+        plain = PermissionScopedRetriever(store, None, text_arm.config)
+        _, t_text_plain = timed(lambda: plain.retrieve(bundle))
         fused, t_fusion = timed(lambda: hybrid._fuse([q.text], [(dense, text_nodes)], None))
         dates = {k: date.fromisoformat(str(v)) for k, v in q.dates.items() if v}
         resolver = VersionResolver(lookup=lookup, levels=clearance.levels, sensitive=clearance.sensitive,
@@ -152,7 +158,8 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         if not record:
             return
         retrieval = t_dense + t_text + t_fusion + t_versions
-        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("fusion", t_fusion),
+        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("text_plain_rls", t_text_plain),
+                          ("fusion", t_fusion),
                           ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
                           ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):
             if ms is not None:

@@ -16,6 +16,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from policydesk.retrievers.fusion import deterministic_rerank, reciprocal_rank_fusion
 from policydesk.retrievers.scoped import ArmConfig, EmbeddingUnavailable, PermissionScopedRetriever
 from policydesk.retrievers.split import split_question
+from policydesk.retrievers.store import store_engines
+from policydesk.retrievers.text import IndexedTextRetriever
 
 
 @dataclass
@@ -32,14 +34,16 @@ class HybridRetriever(BaseRetriever):
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
             vector_store, embed_model, ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="dense"))
-        self._text = PermissionScopedRetriever(
-            vector_store, None, ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="text"))
+        # Full text through the indexed side path (migration 0010); same clearance, same ranks
+        # as PGVectorStore's own text query, but served by a GIN index under RLS.
+        self._text = IndexedTextRetriever(
+            *store_engines(vector_store), ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="text"))
         self._top_k = top_k
         self._split = split_parts
         super().__init__(**kwargs)
 
     @property
-    def arms(self) -> tuple[PermissionScopedRetriever, PermissionScopedRetriever]:
+    def arms(self) -> tuple[PermissionScopedRetriever, IndexedTextRetriever]:
         return self._dense, self._text
 
     def _parts(self, query: str) -> list[str]:

@@ -19,3 +19,9 @@ def chunk_vector_store(db) -> PGVectorStore:
         use_jsonb=True,
         perform_setup=False,
     )
+
+
+def store_engines(store: PGVectorStore):
+    """The (sync, async) engines a chunk store was built with. PGVectorStore keeps them private;
+    we passed them in (chunk_vector_store), so reading them back is safe."""
+    return store._engine, store._async_engine  # noqa: SLF001

@@ -21,6 +21,11 @@ _WRITES = ("UPDATE", "DELETE", "TRUNCATE")
 # revoked by the owner login (the CLI, and single sign-on's provisioning step), never by a request.
 READ_ONLY_TABLES = ("users", "api_tokens")
 _READ_ONLY_WRITES = ("INSERT", *_WRITES)
+# Tables the application login must not touch at all: the full-text side table holds every
+# chunk's lexemes with no row-level security; it is read only through a definer function that
+# applies the caller's clearance (migration 0010).
+NO_ACCESS_TABLES = ("chunk_search",)
+_ANY_ACCESS = ("SELECT", *_READ_ONLY_WRITES)
 MIN_SECRET_KEY_BYTES = 32
 
 
@@ -61,16 +66,19 @@ def database_problems(app: Engine) -> list[str]:
         # used to be skipped here, so its grants were never looked at.
         present = set(conn.execute(text(
             "SELECT relname FROM pg_class WHERE relname = ANY(:t) AND relnamespace = 'public'::regnamespace"),
-            {"t": [*APPEND_ONLY_TABLES, *READ_ONLY_TABLES]}).scalars())
-        checks = [(t, _WRITES, "a record it must only append to") for t in APPEND_ONLY_TABLES]
-        checks += [(t, _READ_ONLY_WRITES, "a table only the owner login may change") for t in READ_ONLY_TABLES]
+            {"t": [*APPEND_ONLY_TABLES, *READ_ONLY_TABLES, *NO_ACCESS_TABLES]}).scalars())
+        checks = [(t, _WRITES, "a record it must only append to could be changed") for t in APPEND_ONLY_TABLES]
+        checks += [(t, _READ_ONLY_WRITES, "a table only the owner login may change could be changed")
+                   for t in READ_ONLY_TABLES]
+        checks += [(t, _ANY_ACCESS, "rows could be read or written around row-level security")
+                   for t in NO_ACCESS_TABLES]
         for table, privileges, what in checks:
             if table not in present:
                 continue
             for priv in privileges:
                 if conn.execute(text("SELECT has_table_privilege(current_user, :t, :p)"),
                                 {"t": table, "p": priv}).scalar():
-                    problems.append(f"the application login may {priv} {table}, so {what} could be changed: "
+                    problems.append(f"the application login may {priv} {table}, so {what}: "
                                     f"REVOKE {priv} ON {table} FROM {me.rolname}")
     return problems
 

@@ -1,0 +1,85 @@
+"""The full-text arm on the indexed side path (migration 0010), under the caller's clearance.
+
+One statement inside the caller's scope: `policydesk_text_search` (a SECURITY DEFINER function
+over the narrow `chunk_search` table, with its own GIN index) yields ids and ranks of the
+matching chunks the clearance admits, joined to the `data_chunks` rows read with the access
+predicate in the WHERE and row-level security behind it, as the dense arm reads them. A chunk
+the function names but the join cannot read is dropped, so the side path never widens what a
+caller sees.
+
+Ranks and order match PGVectorStore's own TEXT_SEARCH query (the same query-string cleaning,
+`to_tsquery('english', ...)` OR-query and `ts_rank`), which `tests/test_text_search.py` pins for
+every role.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
+from sqlalchemy import text
+
+from policydesk.retrievers.scoped import ArmConfig
+from policydesk.storage.scope import permitted_scope
+
+# One round trip: ids and ranks from the side path, joined to the chunk rows read under the
+# access predicate (and RLS behind it).
+_SEARCH_SQL = text(
+    "SELECT c.node_id, c.text, c.metadata_, s.rank "
+    "FROM policydesk_text_search(:query, :k) AS s JOIN data_chunks AS c ON c.node_id = s.node_id "
+    "WHERE c.access_level = ANY(:levels) AND (:sensitive OR NOT c.sensitive) "
+    "ORDER BY s.rank DESC, c.node_id"
+)
+
+
+def or_query(query_str: str) -> str:
+    """PGVectorStore's cleaning: drop tsquery punctuation (keeping dots inside words), OR the words."""
+    return re.sub(r"(?!\b\.\b)\W+", " ", query_str).strip().replace(" ", "|")
+
+
+def _node(row) -> TextNode:
+    try:
+        node = metadata_dict_to_node(row.metadata_)
+        node.set_content(str(row.text))
+    except Exception:  # rows written without LlamaIndex's node metadata
+        node = TextNode(id_=row.node_id, text=row.text, metadata=row.metadata_)
+    return node
+
+
+class IndexedTextRetriever(BaseRetriever):
+    """Postgres full-text search through the side path, then the chunk rows under RLS."""
+
+    def __init__(self, engine, async_engine, config: ArmConfig, **kwargs: Any) -> None:
+        self._engine, self._async_engine, self._config = engine, async_engine, config
+        super().__init__(**kwargs)
+
+    @property
+    def config(self) -> ArmConfig:
+        return self._config
+
+    def _params(self, query_bundle: QueryBundle) -> dict | None:
+        query = or_query(query_bundle.query_str)
+        if not query:
+            return None
+        c = self._config
+        return {"query": query, "k": c.top_k, "levels": list(c.levels), "sensitive": c.sensitive}
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        params = self._params(query_bundle)
+        if params is None:
+            return []
+        with permitted_scope(self._config.levels, self._config.sensitive), self._engine.connect() as conn:
+            rows = conn.execute(_SEARCH_SQL, params).all()
+        return [NodeWithScore(node=_node(r), score=float(r.rank)) for r in rows]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        params = self._params(query_bundle)
+        if params is None:
+            return []
+        with permitted_scope(self._config.levels, self._config.sensitive):
+            async with self._async_engine.connect() as conn:
+                rows = (await conn.execute(_SEARCH_SQL, params)).all()
+        return [NodeWithScore(node=_node(r), score=float(r.rank)) for r in rows]
