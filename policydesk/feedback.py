@@ -37,6 +37,14 @@ _FOR_TRACE_SQL = text("SELECT at, user_name, verdict, reason, note FROM feedback
 class FeedbackError(ValueError):
     """The feedback was not stored; the message says why and what to change."""
 
+    def __init__(self, message: str, field: str = "body") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotYourAnswer(FeedbackError):
+    """No ask of the caller's with that id (someone else's looks the same as none)."""
+
 
 @dataclass(frozen=True)
 class FeedbackEntry:
@@ -57,20 +65,20 @@ class FeedbackEntry:
 
 def _validate(verdict: str, reason: str | None, note: str) -> tuple[str | None, str]:
     if verdict not in VERDICTS:
-        raise FeedbackError("Choose 'helpful' or 'wrong or unclear'.")
+        raise FeedbackError("Choose 'helpful' or 'wrong or unclear'.", "verdict")
     reason = (reason or "").strip() or None
     if reason is not None and reason not in REASONS:
-        raise FeedbackError(f"Unknown reason {reason!r}; choose one of: {', '.join(REASONS.values())}.")
+        raise FeedbackError(f"Unknown reason {reason!r}; choose one of: {', '.join(REASONS.values())}.", "reason")
     if verdict == "helpful":
         reason = None
     note = (note or "").strip()
     if len(note) > MAX_NOTE_CHARS:
-        raise FeedbackError(f"The note is longer than {MAX_NOTE_CHARS} characters; shorten it.")
+        raise FeedbackError(f"The note is longer than {MAX_NOTE_CHARS} characters; shorten it.", "note")
     found = find_member_identifiers(note)
     if found:
         raise FeedbackError(
             "The note contains what looks like a member identifier (" + ", ".join(k.replace("_", " ") for k in found)
-            + "). Nothing was saved: describe the problem with the answer without personal details.")
+            + "). Nothing was saved: describe the problem with the answer without personal details.", "note")
     return reason, note
 
 
@@ -82,7 +90,7 @@ def record_feedback(db, *, user_name: str, trace_id: uuid.UUID, verdict: str, re
     # feedback are scoped by user name (migrations 0005, 0007).
     with permitted_scope((), False, user_name=user_name), db.app.begin() as conn:
         if conn.execute(_OWN_ASK_SQL, {"id": trace_id, "user": user_name}).first() is None:
-            raise FeedbackError("No answer of yours with that id.")
+            raise NotYourAnswer("No answer of yours with that id.", "trace_id")
         conn.execute(_INSERT_SQL, {"trace_id": trace_id, "user": user_name, "verdict": verdict, "reason": reason,
                                    "note": note})
     return FeedbackEntry(datetime.now().astimezone(), user_name, verdict, reason, note)

@@ -111,3 +111,39 @@ def test_staff_cannot_read_each_others_feedback(clients, staff, demo_db):
     assert [f.user_name for f in feedback_for(demo_db, trace_id, user_name=staff["rep"])] == [staff["rep"]]
     assert feedback_for(demo_db, trace_id, user_name=staff["rep2"]) == []
     assert feedback_for(demo_db, trace_id, user_name="reviewer", all_users=True)
+
+
+# -- the same through the JSON API ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def api(settings, demo_db, pipeline):
+    from fastapi.testclient import TestClient
+
+    from policydesk.web.app import create_app
+
+    return TestClient(create_app(settings.model_copy(update={"API_RATE_LIMIT": 10_000}), db=demo_db,
+                                 pipeline=pipeline))
+
+
+def test_feedback_through_the_api(api, staff, demo_db):
+    from tests.api_helpers import bearer, make_token
+
+    rep, rep2 = bearer(make_token(demo_db, staff["rep"])), bearer(make_token(demo_db, staff["rep2"]))
+    answer = api.post("/api/v1/ask", json={"question": "What is the timely filing limit?"}, headers=rep).json()
+    tid = answer["trace_id"]
+    r = api.post("/api/v1/feedback", json={"trace_id": tid, "verdict": "wrong", "reason": "wrong_policy",
+                                           "note": "Should cite the corrected-claims policy."}, headers=rep)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"trace_id": tid, "verdict": "wrong", "reason": "wrong_policy",
+                        "note": "Should cite the corrected-claims policy.", "recorded": True}
+    assert [(f.verdict, f.reason) for f in _feedback_rows(demo_db, uuid.UUID(tid))] == [("wrong", "wrong_policy")]
+
+    bad = api.post("/api/v1/feedback", json={"trace_id": tid, "verdict": "wrong",
+                                             "note": "member CVM12345678 disagrees"}, headers=rep)
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
+    assert bad.json()["errors"][0]["field"] == "note"
+    theirs = api.post("/api/v1/feedback", json={"trace_id": tid, "verdict": "helpful"}, headers=rep2)
+    assert theirs.status_code == 404 and theirs.json()["type"] == "not_found"
+    unknown = api.post("/api/v1/feedback", json={"trace_id": tid, "verdict": "meh"}, headers=rep)
+    assert unknown.status_code == 422 and unknown.json()["errors"][0]["field"] == "verdict"
+    assert len(_feedback_rows(demo_db, uuid.UUID(tid))) == 1  # nothing else was stored

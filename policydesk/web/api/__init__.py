@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from policydesk.web.api import ask, traces
+from policydesk.web.api import ask, feedback, traces
 
 VERSION = "1"
 router = APIRouter(prefix="/api/v1")
 router.include_router(ask.router)
 router.include_router(traces.router)
+router.include_router(feedback.router)
 
 
 _schema: dict | None = None

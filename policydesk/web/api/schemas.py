@@ -40,6 +40,23 @@ class CheckBody(_Strict):
                              json_schema_extra=DATE)
 
 
+class FeedbackBody(_Strict):
+    trace_id: str = Field(description="The `trace_id` of one of your own answers.")
+    verdict: Literal["helpful", "wrong"] = Field(description="`wrong` means wrong or unclear.")
+    reason: Literal["wrong_version", "wrong_policy", "missing_information", "unclear_wording", "other"] | None = Field(
+        default=None, description="Why, when the verdict is `wrong` (ignored for `helpful`).")
+    note: str = Field(default="", max_length=1000, description=(
+        "Optional. No member details: a note in which an identifier detector fires is refused and not stored."))
+
+
+class FeedbackOut(BaseModel):
+    trace_id: str
+    verdict: str
+    reason: str | None
+    note: str
+    recorded: bool = True
+
+
 # -- the answer (AskResult.to_json) -------------------------------------------------------------
 
 class ClaimOut(BaseModel):
