@@ -29,22 +29,60 @@ DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "complianc
 
 
 @app.command()
-def ingest(directory: Path, progress: bool = typer.Option(True, help="Show a progress bar.")) -> None:
+def ingest(
+    directory: Path,
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be written per file; write nothing."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Leave out refused files and ingest the rest."),
+) -> None:
     """Ingest the sources listed in DIRECTORY/manifest.yaml (one transaction)."""
     # Imported in the commands that need it: `policydesk ask --server` must start without
     # loading the retrieval stack.
-    from policydesk.ingest import IngestError, ingest_directory
+    from policydesk.ingest import IngestError, ingest_directory, plan_directory
+
+    if dry_run:
+        from policydesk.ingest.dryrun import describe, summary
+
+        try:
+            _, planned = plan_directory(directory, get_settings())
+        except IngestError as exc:
+            _fail(f"manifest refused: {exc}")
+        for p in planned:
+            typer.echo("\n".join(describe(p)))
+        typer.echo(summary(planned, skip_bad))
+        raise typer.Exit(1 if any(p.refused for p in planned) and not skip_bad else 0)
+
     from policydesk.providers import embedding_for
 
     settings = get_settings()
     with _database() as db:
         try:
-            report = ingest_directory(db, directory, embedding_for(settings), settings, progress=progress)
+            report = ingest_directory(db, directory, embedding_for(settings), settings, progress=progress,
+                                      skip_bad=skip_bad)
         except IngestError as exc:
             _fail(f"ingest refused, nothing was written: {exc}")
     typer.echo(report.summary())
     for line in report.windows_closed:
         typer.echo(f"  window: {line}")
+    for line in report.skipped:
+        typer.echo(f"  skipped: {line}")
+    for line in report.warnings:
+        typer.echo(f"  warning: {line}")
+
+
+@app.command()
+def inspect(
+    file: Path,
+    source_type: Annotated[Optional[str], typer.Option("--type", help="policy | wiki | call_note (default: from the suffix)")] = None,
+) -> None:
+    """Print the sections and chunks FILE would give (heading path, tokens, first words) and its warnings."""
+    from policydesk.ingest.dryrun import describe, inspect_file
+
+    if not file.is_file():
+        _fail(f"{file}: file not found")
+    planned = inspect_file(file, get_settings(), source_type)
+    typer.echo("\n".join(describe(planned)))
+    raise typer.Exit(1 if planned.refused else 0)
 
 
 @app.command("check-staleness")

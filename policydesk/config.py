@@ -93,6 +93,15 @@ class Settings(BaseSettings):
     # Ingest caps
     MAX_SOURCE_BYTES: int = 10 * 1024 * 1024
     MAX_PDF_PAGES: int = 200
+    # Chunk size, in the embedding model's tokens including its special tokens. None: the
+    # offline model's own window (256 for all-MiniLM-L6-v2, read from the model package), or
+    # GEMINI_CHUNK_MAX_TOKENS with Gemini. gemini-embedding-001 reads 2048 tokens; 512 keeps a
+    # cited chunk to well under a page (docs/ingest.md).
+    CHUNK_MAX_TOKENS: int | None = None
+    GEMINI_CHUNK_MAX_TOKENS: int = 512
+    # Consecutive chunks of one section share this many tokens, so a sentence cut at a chunk
+    # edge is whole in one of them.
+    CHUNK_OVERLAP_TOKENS: int = 32
 
     TRACE_RETENTION_DAYS: int = 365
 

@@ -18,9 +18,9 @@ Usage:
     .venv/bin/python scripts/build_corpus.py --out DIR       # build into DIR, then check
     .venv/bin/python scripts/build_corpus.py --check         # check the files already on disk
 
-The check (scripts/corpus_checks.py) re-reads every PDF with pypdf and confirms that each
-section heading survives extraction exactly, that no other extracted line looks like a heading,
-counts wiki sections and call notes, and prints the chunk totals.
+The check (scripts/corpus_checks.py) re-reads every PDF with the ingest reader and confirms
+that the title, every section and every body word survive extraction, counts wiki sections and
+call notes, and prints the chunk totals.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def test_call_note_with_member_identifier_is_refused(identifier, kind, demo_db, 
     note = root / "call_notes/cn-01.txt"
     note.write_text(note.read_text() + "\n" + identifier + "\n")
     before = table_counts(demo_db)
-    with pytest.raises(IngestError, match=f"call_notes/cn-01.txt: file: contains what looks like a member identifier \\({kind}"):
+    with pytest.raises(IngestError, match=f"call_notes/cn-01.txt: file: contains what looks like member PHI - line 5: .* \\({kind}\\)"):
         ingest_directory(demo_db, root, embed_model, settings)
     assert table_counts(demo_db) == before
 

@@ -1,7 +1,11 @@
-"""Ingestion: manifest validation, section readers, one-transaction ingest, staleness check."""
+"""Ingestion: manifest validation, format readers, sections, token-bounded chunks, PHI screening,
+one-transaction ingest, staleness check."""
 
-from policydesk.ingest.errors import IngestError
-from policydesk.ingest.ingest import IngestReport, ingest_directory
+from policydesk.ingest.errors import IngestError, IngestRefused
+from policydesk.ingest.ingest import IngestReport, ingest_directory, plan_directory
 from policydesk.ingest.staleness import StaleSource, check_staleness
 
-__all__ = ["IngestError", "IngestReport", "ingest_directory", "StaleSource", "check_staleness"]
+__all__ = [
+    "IngestError", "IngestRefused", "IngestReport", "ingest_directory", "plan_directory",
+    "StaleSource", "check_staleness",
+]

@@ -8,26 +8,30 @@ from datetime import date
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
+from policydesk.ingest.chunking import ChunkSpec
 from policydesk.ingest.manifest import Source
-from policydesk.ingest.readers import Section, slug
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def chunk_id(doc_id: str, version: int, section_id: str) -> str:
-    return f"{doc_id}:v{version}:{section_id}"
+def chunk_id(doc_id: str, version: int, key: str) -> str:
+    """DOC:vN:section-id for a section's first (often only) chunk, DOC:vN:section-id:K after it."""
+    return f"{doc_id}:v{version}:{key}"
 
 
-def chunk_metadata(source: Source, section: Section, window: dict) -> dict:
-    section_id = slug(section.title)
+def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:
     return {
-        "chunk_id": chunk_id(source.doc_id, source.version, section_id),
+        "chunk_id": chunk_id(source.doc_id, source.version, chunk.key),
         "title": source.title,
         "version": source.version,
-        "section": section.title,
-        "section_id": section_id,
+        # The heading path ("Coordination › Exceptions"): what a citation names.
+        "section": chunk.section.heading,
+        # Unique per chunk within a version (`section-id`, then `section-id:2`, ...): the version
+        # swap and the section comparison key on it. No other new keys: a chunk of a short
+        # section is stored byte for byte as before chunking (row size moves HNSW neighbours).
+        "section_id": chunk.key,
         "source_type": source.source_type,
         "effective_from": source.effective_from.isoformat(),
         "effective_to": window["effective_to"].isoformat(),
@@ -39,7 +43,7 @@ def chunk_metadata(source: Source, section: Section, window: dict) -> dict:
         "owner": source.owner,
         "related_policies": list(source.related_policies),
         "source_file": source.file,
-        "text_sha256": sha256_text(section.text),
+        "text_sha256": sha256_text(chunk.text),
     }
 
 

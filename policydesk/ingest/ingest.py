@@ -4,11 +4,12 @@
 - A changed source replaces its version's chunks under the same chunk ids.
 - A new version closes the window of the version it supersedes.
 - Any error before commit leaves every table as it was.
+- A file that cannot be read or carries member PHI refuses the whole ingest, every such file
+  listed at once; with `skip_bad` those files are left out and the rest is written.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,12 +17,15 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
+from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, windows_for
-from policydesk.ingest.errors import IngestError
+from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.manifest import Source, check_windows, load_manifest
-from policydesk.ingest.readers import Section, read_sections
-from policydesk.detectors import find_member_identifiers
+from policydesk.ingest.plan import PlannedSource, file_sha256, plan_source
+from policydesk.ingest.tokens import budget_for
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
+
+__all__ = ["IngestReport", "file_sha256", "ingest_directory", "plan_directory"]
 
 
 @dataclass
@@ -31,44 +35,26 @@ class IngestReport:
     written_versions: list[str] = field(default_factory=list)
     chunks_written: int = 0
     windows_closed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "file: field: reason", with --skip-bad
+    warnings: list[str] = field(default_factory=list)  # "file: warning"
 
     def summary(self) -> str:
+        skipped = f"; {len(self.skipped)} refused and skipped" if self.skipped else ""
         return (
-            f"{self.sources} sources: {len(self.written_versions)} written, {self.unchanged} unchanged; "
+            f"{self.sources} sources: {len(self.written_versions)} written, {self.unchanged} unchanged{skipped}; "
             f"{self.chunks_written} chunks written; {len(self.windows_closed)} version windows updated"
         )
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    source: Source
-    sha256: str
-    sections: list[Section]
+def plan_directory(directory: Path, settings) -> tuple[list[Source], list[PlannedSource]]:
+    """The manifest and every source read, screened and chunked; nothing is written."""
+    sources = load_manifest(Path(directory))
+    budget = budget_for(settings)
+    return sources, [plan_source(s, settings, budget) for s in sources]
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _prepare(source: Source, settings) -> _Prepared:
-    sections = read_sections(
-        source.path, source.file, source.source_type,
-        max_bytes=settings.MAX_SOURCE_BYTES, max_pages=settings.MAX_PDF_PAGES,
-    )
-    if source.source_type != "policy":
-        for section in sections:
-            kinds = find_member_identifiers(section.text)
-            if kinds:
-                raise IngestError(
-                    source.file, "file",
-                    f"contains what looks like a member identifier ({', '.join(sorted(set(kinds)))}) in "
-                    f"section {section.title!r}; PHI stays out of the index - de-identify and re-export",
-                )
-    return _Prepared(source, file_sha256(source.path), sections)
-
-
-def _embed(prepared: list[_Prepared], embed_model, progress: bool) -> list[list[list[float]]]:
-    texts = [f"{p.source.title}: {s.text}" for p in prepared for s in p.sections]
+def _embed(prepared: list[PlannedSource], embed_model, progress: bool) -> list[list[list[float]]]:
+    texts = [embed_text(p.source.title, c.text) for p in prepared for c in p.chunks]
     vectors: list[list[float]] = []
     batch = max(1, getattr(embed_model, "embed_batch_size", 32))
     with tqdm(total=len(texts), desc="embedding", unit="chunk", disable=not progress) as bar:
@@ -77,15 +63,21 @@ def _embed(prepared: list[_Prepared], embed_model, progress: bool) -> list[list[
             bar.update(min(batch, len(texts) - start))
     out, i = [], 0
     for p in prepared:
-        out.append(vectors[i : i + len(p.sections)])
-        i += len(p.sections)
+        out.append(vectors[i : i + len(p.chunks)])
+        i += len(p.chunks)
     return out
 
 
-def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False) -> IngestReport:
-    sources = load_manifest(Path(directory))
-    prepared = [_prepare(s, settings) for s in sources]
+def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False,
+                     skip_bad: bool = False) -> IngestReport:
+    sources, planned = plan_directory(directory, settings)
     report = IngestReport(sources=len(sources))
+    problems = [p.problem for p in planned if p.problem is not None]
+    if problems and not skip_bad:
+        raise IngestRefused(problems)
+    report.skipped = [str(p) for p in problems]
+    report.warnings = [f"{p.source.file}: {w}" for p in planned for w in p.warnings]
+    prepared = [p for p in planned if not p.refused]
 
     with Session(db.owner) as session, session.begin():
         existing = {
@@ -143,11 +135,11 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 for k, v in values.items():
                     setattr(row, k, v)
             session.execute(delete(Chunk).where(Chunk.doc_id == s.doc_id, Chunk.version == s.version))
-            for section, vector in zip(p.sections, vectors):
-                node = make_node(s.doc_id, section.text, chunk_metadata(s, section, window))
-                session.add(Chunk(node_id=node.node_id, text=section.text, metadata_=row_metadata(node), embedding=vector))
+            for chunk, vector in zip(p.chunks, vectors):
+                node = make_node(s.doc_id, chunk.text, chunk_metadata(s, chunk, window))
+                session.add(Chunk(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node), embedding=vector))
             report.written_versions.append(f"{s.doc_id} v{s.version}")
-            report.chunks_written += len(p.sections)
+            report.chunks_written += len(p.chunks)
 
         rewritten = {(p.source.doc_id, p.source.version) for p in changed}
         for (doc_id, version), row in existing.items():

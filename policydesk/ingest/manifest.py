@@ -18,7 +18,11 @@ REQUIRED_FIELDS = (
     "date_basis", "access_level", "sensitive", "owner",
 )
 OPTIONAL_FIELDS = ("related_policies",)
-SUFFIXES = {"policy": (".pdf",), "wiki": (".md", ".markdown", ".html", ".htm"), "call_note": (".txt",)}
+SUFFIXES = {
+    "policy": (".pdf", ".docx"),
+    "wiki": (".md", ".markdown", ".html", ".htm", ".txt"),
+    "call_note": (".txt",),
+}
 
 
 @dataclass(frozen=True)

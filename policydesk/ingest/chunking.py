@@ -1,0 +1,84 @@
+"""Sections into token-bounded chunks.
+
+A section whose embedded text fits the window is one chunk, its text exactly `Section.text`
+(so chunk ids and cited-text hashes of short sections are what they were before chunking).
+A longer section is cut by LlamaIndex's SentenceSplitter (paragraphs first, then sentences,
+with `overlap` tokens repeated between neighbours), counting with the embedding model's own
+tokenizer; every part starts with the section's heading path, so each part still names its
+section and dense search sees the heading with the words under it. Part 1 keeps the section's
+id; later parts are `section-id:2`, `section-id:3`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policydesk.ingest.outline import Section
+from policydesk.ingest.tokens import SPECIAL_TOKENS, TokenBudget
+
+MIN_ROOM = 32  # tokens left for body text when a title and heading path are very long
+
+
+def embed_text(doc_title: str, chunk_text: str) -> str:
+    """What the embedding model reads for a chunk: the document title, then the chunk."""
+    return f"{doc_title}: {chunk_text}"
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    key: str  # unique within one document version; the tail of the chunk id
+    section: Section
+    part: int
+    parts: int
+    text: str
+    tokens: int  # tokens embedded, special tokens included
+
+
+def _body(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _split(body: str, room: int, overlap: int, budget: TokenBudget) -> list[str]:
+    from llama_index.core.node_parser import SentenceSplitter
+
+    splitter = SentenceSplitter(
+        chunk_size=room, chunk_overlap=min(overlap, room // 4), tokenizer=budget.ids,
+        paragraph_separator="\n\n", separator=" ",
+    )
+    return [p for p in splitter.split_text(body) if p.strip()]
+
+
+def _section_chunks(doc_title: str, section: Section, budget: TokenBudget) -> list[tuple[str, int]]:
+    whole = section.text
+    tokens = budget.count(embed_text(doc_title, whole)) + SPECIAL_TOKENS
+    if tokens <= budget.max_tokens:
+        return [(whole, tokens)]
+    head = embed_text(doc_title, f"{section.heading}\n")
+    room = max(MIN_ROOM, budget.max_tokens - SPECIAL_TOKENS - budget.count(head))
+    out: list[tuple[str, int]] = []
+    pending = _split("\n\n".join(section.paragraphs), room, budget.overlap, budget)
+    while pending:
+        piece = pending.pop(0)
+        text = f"{section.heading}\n{_body(piece)}"
+        tokens = budget.count(embed_text(doc_title, text)) + SPECIAL_TOKENS
+        words = piece.split()
+        if tokens > budget.max_tokens and len(words) > 1:
+            # The splitter sums per-split counts; a join can tokenize a little longer. Re-cut
+            # (in halves if the splitter cannot), so every piece shrinks and this ends.
+            sub = _split(piece, max(MIN_ROOM, room - (tokens - budget.max_tokens) - 8), 0, budget)
+            if len(sub) <= 1:
+                sub = [" ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2:])]
+            pending = sub + pending
+            continue
+        out.append((text, tokens))
+    return out
+
+
+def chunk_sections(doc_title: str, sections: list[Section], budget: TokenBudget) -> list[ChunkSpec]:
+    chunks: list[ChunkSpec] = []
+    for section in sections:
+        parts = _section_chunks(doc_title, section, budget)
+        for n, (text, tokens) in enumerate(parts, start=1):
+            key = section.section_id if n == 1 else f"{section.section_id}:{n}"
+            chunks.append(ChunkSpec(key, section, n, len(parts), text, tokens))
+    return chunks
