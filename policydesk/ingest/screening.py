@@ -1,8 +1,8 @@
 """Screen a source for member PHI before it is indexed, line by line.
 
-A thin layer over the question gate's identifier finder (`find_member_identifiers`): it runs the
-finder on each block of text a reader produced, and keeps only what is member PHI for that kind
-of source.
+A thin layer over the identifier detector (`policydesk.detectors.find_member_identifiers`): it
+runs the detector on each block of text a reader produced, and keeps only what is member PHI for
+that kind of source.
 
 - Every source: SSNs, member and subscriber identifiers, and a date of birth (a name with a date
   of birth) are refused.
