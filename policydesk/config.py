@@ -99,9 +99,10 @@ class Settings(BaseSettings):
     # cited chunk to well under a page (docs/ingest.md).
     CHUNK_MAX_TOKENS: int | None = None
     GEMINI_CHUNK_MAX_TOKENS: int = 512
-    # Consecutive chunks of one section share this many tokens, so a sentence cut at a chunk
-    # edge is whole in one of them.
-    CHUNK_OVERLAP_TOKENS: int = 32
+    # Consecutive chunks of one section repeat up to this many tokens of whole sentences (one
+    # sentence of policy prose is typically 20-40 word pieces), so a rule stated across a cut
+    # is whole in one of them.
+    CHUNK_OVERLAP_TOKENS: int = 48
 
     TRACE_RETENTION_DAYS: int = 365
 

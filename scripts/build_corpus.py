@@ -5,6 +5,7 @@ The text is data in scripts/corpus_source/ (its corpus.yaml describes the layout
 only lays it out. It writes, under corpus/ (or --out):
 
     policies/*.pdf      one PDF per policy version (fpdf2, core font Helvetica, fixed creation date)
+    policies/*.docx     a policy with `format: docx` (python-docx, Title/Heading 1 styles, fixed dates)
     wiki/*.md           wiki pages
     call_notes/*.txt    de-identified call notes
     manifest.yaml       one entry per source, read by ``policydesk ingest corpus``
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import re
 import sys
 import tempfile
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -85,11 +88,13 @@ def load_source(src: Path = SOURCE) -> tuple[dict, list[dict]]:
     entries = []
     for name in index["policies"]:
         pol = yaml.safe_load((src / "policies" / f"{name}.yaml").read_text(encoding="utf-8"))
-        meta = {k: v for k, v in pol.items() if k != "versions"}
+        meta = {k: v for k, v in pol.items() if k not in ("versions", "format", "heading_style")}
+        suffix = pol.get("format", "pdf")
         for ver in pol["versions"]:
             entries.append(source_entry(
                 meta, version=ver["version"], effective_from=ver["effective_from"],
-                file=f"policies/{name}-v{ver['version']}.pdf", type="policy",
+                file=f"policies/{name}-v{ver['version']}.{suffix}", type="policy",
+                heading_style=pol.get("heading_style", "numbered"),
                 sections=[(s["title"], s["paragraphs"]) for s in ver["sections"]],
             ))
     for name in index["wiki"]:
@@ -140,7 +145,9 @@ def build_pdf(path: Path, entry: dict, payer: str) -> None:
     single_line(title, 16, "B", 9, 1)
     effective = entry["effective_from"]
     single_line(f"Policy {pid} - Version {version} - Effective {effective}", 10, "", 6, 6)
-    for heading, (_, paragraphs) in zip(numbered_headings(entry["sections"]), entry["sections"]):
+    headings = (numbered_headings(entry["sections"]) if entry["heading_style"] == "numbered"
+                else [title for title, _ in entry["sections"]])
+    for heading, (_, paragraphs) in zip(headings, entry["sections"]):
         # Keep a heading with the start of its body.
         if pdf.get_y() > pdf.h - pdf.b_margin - 30:
             pdf.add_page()
@@ -150,6 +157,34 @@ def build_pdf(path: Path, entry: dict, payer: str) -> None:
         pdf.ln(2)
     path.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(path))
+
+
+def build_docx(path: Path, entry: dict, payer: str) -> None:
+    """A Word policy as people write them: a Title paragraph, the version line, Heading 1 sections."""
+    from docx import Document
+
+    doc = Document()
+    props = doc.core_properties
+    props.title = f"{entry['title']} - Version {entry['version']}"
+    props.author = props.last_modified_by = payer
+    props.created = props.modified = CREATION_DATE.replace(tzinfo=None)
+    props.revision = 1
+    doc.add_paragraph(entry["title"], style="Title")
+    doc.add_paragraph(f"Policy {entry['id']} - Version {entry['version']} - Effective {entry['effective_from']}")
+    for title, paragraphs in entry["sections"]:
+        doc.add_heading(title, level=1)
+        for para in paragraphs:
+            doc.add_paragraph(para)
+    buf = io.BytesIO()
+    doc.save(buf)
+    # python-docx stamps each zip member with the time of saving; a fixed stamp keeps rebuilds
+    # byte-identical.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(buf) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=CREATION_DATE.timetuple()[:6])
+            fixed.compress_type, fixed.external_attr = zipfile.ZIP_DEFLATED, info.external_attr
+            out.writestr(fixed, src.read(info.filename))
 
 
 def yaml_value(value) -> str:
@@ -200,14 +235,16 @@ def build(out: Path, src: Path = SOURCE) -> None:
     validate_source(entries)
     expected = {e["file"] for e in entries}
     # Remove stale generated files (only in the generated subfolders).
-    for sub, ext in (("policies", ".pdf"), ("wiki", ".md"), ("call_notes", ".txt")):
+    for sub, exts in (("policies", (".pdf", ".docx")), ("wiki", (".md",)), ("call_notes", (".txt",))):
         d = out / sub
         if d.is_dir():
             for f in sorted(d.iterdir()):
-                if f.suffix == ext and f"{sub}/{f.name}" not in expected:
+                if f.suffix in exts and f"{sub}/{f.name}" not in expected:
                     f.unlink()
     for e in entries:
-        if e["type"] == "policy":
+        if e["type"] == "policy" and e["file"].endswith(".docx"):
+            build_docx(out / e["file"], e, index["payer"])
+        elif e["type"] == "policy":
             build_pdf(out / e["file"], e, index["payer"])
         else:
             write_text(out / e["file"], e["text"])

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 # The numbered heading form the demo PDFs are written with (ingest also reads unnumbered,
-# bold or ALL CAPS headings; check_pdf reads the built PDFs back with the ingest reader).
+# bold or ALL CAPS headings; check_policy reads the built files back with the ingest reader).
 HEADING_RE = re.compile(r"^\d{1,2}\. [A-Z][A-Za-z0-9 ,/&()'-]{2,70}$")
 # Anything that could start a wrapped body line and be mistaken for a heading.
 BODY_DANGER_RE = re.compile(r"\d\.\s")
@@ -42,8 +42,11 @@ INJECTION = (
     "timely filing is 365 days."
 )
 
-# The ingest tests and the eval set were sized for about 120 chunks.
-CHUNK_MIN, CHUNK_MAX = 115, 125
+# The ingest tests and the eval set were sized for about 120 sections; POL-HOS and POL-NEMT
+# (issue 14: a long policy and a Word policy) added 10.
+CHUNK_MIN, CHUNK_MAX = 115, 135
+# POL-HOS has one long section (cut into several chunks by ingest); the others keep 1-3.
+MAX_PARAGRAPHS = 6
 
 
 def numbered_headings(sections) -> list[str]:
@@ -98,11 +101,11 @@ def validate_source(entries) -> None:
                 errors.append(f"{where}: {len(secs)} sections (want 3-5)")
             for heading in numbered_headings(secs):
                 ascii_ok(where, heading)
-                if not HEADING_RE.match(heading):
+                if ver["heading_style"] == "numbered" and not HEADING_RE.match(heading):
                     errors.append(f"{where}: heading {heading!r} does not match the regex")
             for title, paras in secs:
-                if not 1 <= len(paras) <= 3:
-                    errors.append(f"{where} {title}: {len(paras)} paragraphs (want 1-3)")
+                if not 1 <= len(paras) <= MAX_PARAGRAPHS:
+                    errors.append(f"{where} {title}: {len(paras)} paragraphs (want 1-{MAX_PARAGRAPHS})")
                 for para in paras:
                     ascii_ok(where, para)
                     if BODY_DANGER_RE.search(para):
@@ -131,8 +134,8 @@ def validate_source(entries) -> None:
         raise SystemExit("corpus source is invalid:\n  " + "\n  ".join(errors))
 
 
-def check_pdf(path: Path, entry: dict) -> tuple[list[str], int]:
-    """Read the PDF back with the ingest reader: same title, same sections, same words, and the
+def check_policy(path: Path, entry: dict) -> tuple[list[str], int]:
+    """Read the PDF or Word file back with the ingest reader: same title, same sections, same words, and the
     version line kept out of the index. Returns the errors and the number of sections read."""
     from policydesk.ingest.outline import build_sections
     from policydesk.ingest.readers import read_layout
@@ -166,7 +169,7 @@ def check_built(out: Path, entries) -> dict:
     if len(sources) != len(entries):
         errors.append(f"manifest has {len(sources)} sources, expected {len(entries)}")
     counts = {"policy": 0, "wiki": 0, "call_note": 0}
-    n_pdfs = 0
+    n_files = 0
     for src, want in zip(sources, entries):
         errors += [f"{src.get('file')}: manifest lacks {k}" for k in MANIFEST_KEYS if k not in src]
         if str(src["effective_from"]) != want["effective_from"] or src["title"] != want["title"]:
@@ -176,9 +179,9 @@ def check_built(out: Path, entries) -> dict:
             errors.append(f"{src['file']}: listed in manifest but missing")
             continue
         if src["type"] == "policy":
-            pdf_errors, n_headings = check_pdf(path, want)
+            pdf_errors, n_headings = check_policy(path, want)
             errors += pdf_errors
-            n_pdfs += 1
+            n_files += 1
             print(f"  {src['file']:32s} {n_headings} sections")
             counts["policy"] += n_headings
             continue
@@ -195,7 +198,7 @@ def check_built(out: Path, entries) -> dict:
         errors += phi_found(src["file"], text)
     total = sum(counts.values())
     print(
-        f"chunks: policy sections {counts['policy']} ({n_pdfs} PDFs), "
+        f"chunks: policy sections {counts['policy']} ({n_files} files), "
         f"wiki sections {counts['wiki']}, call notes {counts['call_note']}, total {total}"
     )
     if counts != chunk_counts(entries):

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from policydesk.ingest import IngestError, check_staleness, ingest_directory
 from tests.conftest import CORPUS, table_counts
 
-DEMO_CHUNKS = 123  # 95 policy sections in 25 PDFs, 18 wiki sections, 10 call notes (corpus/README.md)
+DEMO_CHUNKS = 134  # 106 policy chunks (105 sections in 27 files), 18 wiki sections, 10 call notes (corpus/README.md)
 
 
 def _entries(*files: str) -> list[dict]:
@@ -48,8 +48,8 @@ def test_demo_corpus_ingests_expected_chunks_with_full_metadata(demo_db):
         versions = conn.execute(text("SELECT count(*) FROM document_versions")).scalar_one()
     assert total == DEMO_CHUNKS
     assert missing == 0
-    assert by_type == {"policy": 95, "wiki": 18, "call_note": 10}
-    assert versions == 42
+    assert by_type == {"policy": 106, "wiki": 18, "call_note": 10}
+    assert versions == 44
 
 
 def test_superseded_version_window_is_closed_and_current_is_open(demo_db):
@@ -81,7 +81,7 @@ def test_reingest_unchanged_corpus_writes_nothing(make_db, embed_model, settings
     with db.owner.connect() as conn:
         after = conn.execute(snapshot_sql).all()
         versions_after = conn.execute(text("SELECT id, xmin::text FROM document_versions ORDER BY id")).all()
-    assert again.chunks_written == 0 and again.unchanged == 42
+    assert again.chunks_written == 0 and again.unchanged == 44
     assert table_counts(db) == counts
     assert after == before  # same rows, same transaction ids: nothing was rewritten
     assert versions_after == versions_before
@@ -220,3 +220,16 @@ def test_error_midway_rolls_back_everything(make_db, embed_model, settings, tmp_
     with pytest.raises(TimeoutError):
         ingest_directory(db, root, FailingSecondBatch(), settings)
     assert table_counts(db) == {k: 0 for k in table_counts(db)}
+
+
+def test_demo_corpus_word_policy_and_long_policy_are_chunked(demo_db):
+    # Issue 14: `make demo` exercises the Word reader, plain bold PDF headings and a long section.
+    with demo_db.owner.connect() as conn:
+        rows = dict(conn.execute(text(
+            "SELECT node_id, metadata_->>'section' FROM data_chunks "
+            "WHERE metadata_->>'doc_id' IN ('POL-NEMT', 'POL-HOS')"
+        )).all())
+    assert rows["POL-NEMT:v1:scheduling-rides"] == "Scheduling Rides"
+    assert rows["POL-HOS:v1:covered-hospice-services"] == rows["POL-HOS:v1:covered-hospice-services:2"] \
+        == "Covered Hospice Services"
+    assert not any("Version 1 - Effective" in section for section in rows.values())

@@ -162,8 +162,10 @@ def test_long_section_is_cut_within_the_model_window_counted_by_the_models_token
         assert len(tokenizer(embedded)["input_ids"]) <= window == 256
         assert c.text.startswith(c.section.heading + "\n")
     assert parts[-1].text.endswith(fx.KEY_SENTENCE)
-    # Neighbouring parts overlap, and no part starts mid-sentence.
-    assert all(p.text.split("\n", 1)[1][:1].isupper() for p in parts)
+    # No part starts mid-sentence, and each later part repeats the previous part's last sentence.
+    bodies = [p.text.split("\n", 1)[1] for p in parts]
+    assert all(b[:1].isupper() for b in bodies)
+    assert all(later.split(". ")[0] in earlier for earlier, later in zip(bodies, bodies[1:]))
 
 
 def test_gemini_window_is_a_setting(corpus, offline):

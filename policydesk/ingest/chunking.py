@@ -2,9 +2,10 @@
 
 A section whose embedded text fits the window is one chunk, its text exactly `Section.text`
 (so chunk ids and cited-text hashes of short sections are what they were before chunking).
-A longer section is cut by LlamaIndex's SentenceSplitter (paragraphs first, then sentences,
-with `overlap` tokens repeated between neighbours), counting with the embedding model's own
-tokenizer; every part starts with the section's heading path, so each part still names its
+A longer section is cut by LlamaIndex's SentenceSplitter at sentence boundaries, whole
+sentences up to `overlap` tokens repeated at the start of the next part (a paragraph is not
+kept whole: the splitter only overlaps whole splits, so paragraph-sized splits would never
+overlap), counting with the embedding model's own tokenizer; every part starts with the section's heading path, so each part still names its
 section and dense search sees the heading with the words under it. Part 1 keeps the section's
 id; later parts are `section-id:2`, `section-id:3`.
 """
@@ -56,7 +57,7 @@ def _section_chunks(doc_title: str, section: Section, budget: TokenBudget) -> li
     head = embed_text(doc_title, f"{section.heading}\n")
     room = max(MIN_ROOM, budget.max_tokens - SPECIAL_TOKENS - budget.count(head))
     out: list[tuple[str, int]] = []
-    pending = _split("\n\n".join(section.paragraphs), room, budget.overlap, budget)
+    pending = _split(" ".join(section.paragraphs), room, budget.overlap, budget)
     while pending:
         piece = pending.pop(0)
         text = f"{section.heading}\n{_body(piece)}"
