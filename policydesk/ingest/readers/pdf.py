@@ -29,6 +29,8 @@ _LARGER = 1.08  # larger type alone marks a heading from one point up on 11-12 p
 _PARAGRAPH_GAP = 1.35  # a line spacing this much above the usual one starts a paragraph
 _MARGIN_BAND = 0.1  # running headers/footers live in the top and bottom tenth of a page
 _ENDS_SENTENCE = re.compile(r"[.!?:]['\")\]]?$")
+# PDFium reports a soft hyphen at a line end as U+0002; typeset ligatures are single characters.
+_CHAR_FIXES = {0x02: "-", 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl"}
 
 
 @dataclass
@@ -80,7 +82,7 @@ def _page_lines(page, number: int) -> list[Line]:
 
     for i in range(pdfium_c.FPDFText_CountChars(tp)):
         code = pdfium_c.FPDFText_GetUnicode(tp, i)
-        ch = chr(code) if code else ""
+        ch = _CHAR_FIXES.get(code, chr(code) if code else "")
         if ch in ("\r", "\n"):
             if ch == "\n" or not chars:
                 flush()
