@@ -9,7 +9,7 @@ candidate: it is AGPL-3.0 (or commercial), which a plan's internal service canno
     pip install pdfplumber   # not a PolicyDesk dependency; only this script uses it
     .venv/bin/python scripts/pdf_library_compare.py
 
-Files: the 25 demo-corpus PDFs (titles from scripts/corpus_source/) and the test fixtures of
+Files: the demo-corpus PDFs (titles from scripts/corpus_source/) and the test fixtures of
 tests/ingest_fixtures.py (bold unnumbered, numbered, ALL CAPS, no headings).
 """
 
@@ -63,7 +63,8 @@ def plumber_lines(path: Path) -> tuple[list, int]:
 def expected_titles() -> dict[Path, list[str]]:
     from build_corpus import load_source
 
-    want = {ROOT / "corpus" / e["file"]: [t for t, _ in e["sections"]] for e in load_source()[1] if e["type"] == "policy"}
+    want = {ROOT / "corpus" / e["file"]: [t for t, _ in e["sections"]] for e in load_source()[1]
+            if e["type"] == "policy" and e["file"].endswith(".pdf")}
     from tests import ingest_fixtures as fx
 
     tmp = Path(tempfile.mkdtemp())
