@@ -17,6 +17,7 @@ from policydesk.ingest.headings import clean_title, is_all_caps, is_title_like, 
 from policydesk.ingest.layout import Block, Layout
 
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OLE_SIGNATURE = b"\xd0\xcf\x11\xe0"  # encrypted .docx and legacy .doc are OLE compound files
 
 
@@ -31,9 +32,9 @@ def _style_level(paragraph) -> int | None:
         if m:
             return int(m.group(1)) + 1
         ppr = style.element.pPr
-        if ppr is not None and ppr.find("{http://schemas.openxmlformats.org/wordprocessingml/2006/main}outlineLvl") is not None:
-            lvl = ppr.find("{http://schemas.openxmlformats.org/wordprocessingml/2006/main}outlineLvl")
-            return int(lvl.get("{http://schemas.openxmlformats.org/wordprocessingml/2006/main}val", 0)) + 2
+        outline = ppr.find(f"{_W}outlineLvl") if ppr is not None else None
+        if outline is not None and outline.get(f"{_W}val", "9").isdigit() and int(outline.get(f"{_W}val")) < 9:
+            return int(outline.get(f"{_W}val")) + 2  # outline level 0 is a Heading 1
         style = style.base_style
     return None
 
