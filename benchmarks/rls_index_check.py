@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 from policydesk.config import get_settings
 from policydesk.runtime import open_migrated
+from policydesk.storage.clearance import Clearance
 from policydesk.storage.scope import permitted_scope
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "explain"
@@ -41,7 +42,7 @@ def main(name: str) -> None:
         with db.owner.begin() as conn:
             conn.execute(text("SET LOCAL enable_seqscan = off"))
             body.append(f"-- {label}, OWNER (policy USING (true)), enable_seqscan=off\n{plan(conn, sql)}\n")
-        with permitted_scope(("public", "internal"), False), db.app.begin() as conn:
+        with permitted_scope(Clearance("rep", ("public", "internal"), False)), db.app.begin() as conn:
             conn.execute(text("SET LOCAL enable_seqscan = off"))
             body.append(f"-- {label}, APP ROLE under RLS, enable_seqscan=off\n{plan(conn, sql)}\n")
     (OUT / "scale10000_rls_index_check.txt").write_text("\n".join(body))
@@ -74,7 +75,7 @@ def main(name: str) -> None:
             with db.owner.begin() as conn:
                 conn.execute(text("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off"))
                 exact = set(conn.execute(text(sql), {"q": q}).scalars())
-            with permitted_scope(("public",), True), db.app.begin() as conn:
+            with permitted_scope(Clearance("bench", ("public",), True)), db.app.begin() as conn:
                 conn.execute(text(f"SET LOCAL hnsw.ef_search = {ef}"))
                 got = set(conn.execute(text(sql), {"q": q}).scalars())
             rec.append(len(got & exact) / len(exact))

@@ -1,16 +1,18 @@
 """Roles, access levels and the per-role topic gate, in one place.
 
 The role is re-read from the database on every request; this module maps it to
-what the caller may see. Nothing here imports from the rest of policydesk.
+what the caller may see. The `Clearance` value itself lives in storage (every scoped read is
+built from it there) and is re-exported here.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-# Ordered from least to most restricted.
-ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted", "compliance")
+from policydesk.storage.clearance import ACCESS_LEVELS, Clearance
+
+__all__ = ["ACCESS_LEVELS", "ROLES", "Clearance", "UnknownRoleError", "clearance_for", "topic_denied",
+           "RESTRICTED_TOPICS"]
 
 ROLES: tuple[str, ...] = ("rep", "supervisor", "compliance")
 
@@ -24,17 +26,6 @@ _ROLE_GRANTS: dict[str, tuple[tuple[str, ...], bool]] = {
 
 class UnknownRoleError(ValueError):
     """Raised for a role that is not one of ROLES."""
-
-
-@dataclass(frozen=True)
-class Clearance:
-    role: str
-    levels: tuple[str, ...]
-    sensitive: bool
-
-    def permits(self, access_level: str, sensitive: bool) -> bool:
-        """True if a source at this access level (and sensitivity) may be read."""
-        return access_level in self.levels and (self.sensitive or not sensitive)
 
 
 def clearance_for(role: str) -> Clearance:
@@ -88,9 +79,8 @@ RESTRICTED_TOPICS: dict[str, tuple[str, tuple[re.Pattern[str], ...]]] = {
 }
 
 
-def topic_denied(role: str, question: str) -> str | None:
-    """Name of the first topic gate that blocks this question for this role."""
-    clearance = clearance_for(role)
+def topic_denied(clearance: Clearance, question: str) -> str | None:
+    """Name of the first topic gate that blocks this question for this clearance."""
     for topic, (level, patterns) in RESTRICTED_TOPICS.items():
         if level in clearance.levels:
             continue

@@ -8,13 +8,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from policydesk.access import Clearance
-from policydesk.storage.models import Trace
-from policydesk.storage.scope import permitted_scope
-from policydesk.storage.visible import readable_versions
+from policydesk.storage import sources
+from policydesk.storage.scope import scoped_session
+from policydesk.storage.traces import own_trace_citations
 
 
 @dataclass(frozen=True)
@@ -31,10 +28,10 @@ def own_citation(db, *, user_name: str, clearance: Clearance, trace_id: str, chu
         tid = uuid.UUID(trace_id)
     except ValueError:
         return None
-    with permitted_scope(clearance.levels, clearance.sensitive, user_name=user_name), Session(db.app) as session:
-        row = session.execute(select(Trace.citations, Trace.question).where(
-            Trace.id == tid, Trace.user_name == user_name)).first()
-    cite = next((c for c in (row.citations if row else []) if c.get("chunk_id") == chunk_id), None)
-    if cite is None or not readable_versions(db, [(cite["doc_id"], cite["version"])], clearance.levels, clearance.sensitive):
-        return None
+    with scoped_session(db.app, clearance, user_name=user_name) as session:
+        row = own_trace_citations(session, trace_id=tid, user_name=user_name)
+        cite = next((c for c in (row.citations if row else []) if c.get("chunk_id") == chunk_id), None)
+        if cite is None or not sources.readable_versions(session, keys=[(cite["doc_id"], cite["version"])],
+                                                         clearance=clearance):
+            return None
     return CitedText(tid, row.question, cite)

@@ -10,9 +10,9 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.access import ROLES
+from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
-LOCAL_APP_DB_PASSWORD = "policydesk-app-local"
 
 
 class Settings(BaseSettings):

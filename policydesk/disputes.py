@@ -23,10 +23,10 @@ from policydesk.postprocessors import VersionLookup
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
 from policydesk.ingest.chunks import sha256_text
 from policydesk.postprocessors.window import BASIS_TITLES, in_force_on, window_text
+from policydesk.storage import sources
 from policydesk.storage.chain import RowProof, row_proof
 from policydesk.storage.models import AuditEntry, Trace
-from policydesk.storage.scope import permitted_scope
-from policydesk.storage.visible import readable_versions
+from policydesk.storage.scope import permitted_scope, scoped_session
 
 # How a date basis is named on the disputes page ("which date is meant").
 BASIS_LABELS = BASIS_TITLES
@@ -61,8 +61,7 @@ def audit(db, *, actor: str, action: str, target: str = "", details: dict[str, A
 
 def reviewing(reviewer: str):
     """The scope a compliance reviewer reads traces and the audit log in (RLS: every row)."""
-    c = clearance_for("compliance")
-    return permitted_scope(c.levels, c.sensitive, user_name=reviewer, all_traces=True)
+    return permitted_scope(clearance_for("compliance"), user_name=reviewer, all_traces=True)
 
 
 def audit_entries(db, *, reviewer: str, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
@@ -136,22 +135,19 @@ def _day_start(d: date | None) -> datetime | None:
 
 # -- see it exactly -----------------------------------------------------------------------------
 
-def open(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:  # noqa: A001 - the service verb
-    """The stored trace, exactly as recorded. Logged whether or not it exists."""
+def load(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:
+    """The stored trace, detached, without an audit row (check and replay write their own)."""
     with reviewing(reviewer), Session(db.app) as session:
         trace = session.get(Trace, trace_id)
         if trace is not None:
             session.expunge(trace)
-    audit(db, actor=reviewer, action="open", target=str(trace_id), details={"found": trace is not None})
     return trace
 
 
-def load(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:
-    """The stored trace, for a check or replay (those write their own audit rows)."""
-    with reviewing(reviewer), Session(db.app) as session:
-        trace = session.get(Trace, trace_id)
-        if trace is not None:
-            session.expunge(trace)
+def open(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:  # noqa: A001 - the service verb
+    """The stored trace, exactly as recorded. Logged whether or not it exists."""
+    trace = load(db, trace_id, reviewer=reviewer)
+    audit(db, actor=reviewer, action="open", target=str(trace_id), details={"found": trace is not None})
     return trace
 
 
@@ -172,7 +168,8 @@ def proof(db, trace_id: uuid.UUID, *, reviewer: str) -> RowProof | None:
 def readable_citations(db, trace: Trace, clearance: Clearance) -> set[tuple[str, int]]:
     """The cited versions this viewer may read today; stored text of any other is withheld."""
     keys = [(c["doc_id"], c["version"]) for c in trace.citations or []]
-    return readable_versions(db, keys, clearance.levels, clearance.sensitive)
+    with scoped_session(db.app, clearance) as session:
+        return sources.readable_versions(session, keys=keys, clearance=clearance)
 
 
 # -- check it against the member's date ---------------------------------------------------------
@@ -198,12 +195,6 @@ class Verdict:
         return self.kind == RIGHT
 
 
-_CURRENT_CHUNK_SQL = text(
-    "SELECT text FROM data_chunks WHERE node_id = :chunk_id "
-    "AND metadata_->>'access_level' = ANY(:levels) AND (:sensitive OR NOT (metadata_->>'sensitive')::boolean)"
-)
-
-
 def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clearance | None = None) -> list[Verdict]:
     """A verdict for each cited section: did the cited version apply on member_date, and is its text unchanged?
 
@@ -213,7 +204,7 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
     clearance = clearance or clearance_for("compliance")
     citations = list(trace.citations or [])
     lookup = VersionLookup(db)
-    versions = lookup.versions([c["doc_id"] for c in citations], clearance.levels, clearance.sensitive)
+    versions = lookup.versions([c["doc_id"] for c in citations], clearance)
     verdicts = []
     for c in citations:
         doc_versions = versions.get(c["doc_id"], [])
@@ -256,17 +247,15 @@ def _stored_end(effective_to: str | None) -> date | None:
 
 
 def _current_text(db, chunk_id: str, clearance: Clearance) -> str | None:
-    params = {"chunk_id": chunk_id, "levels": list(clearance.levels), "sensitive": clearance.sensitive}
-    with permitted_scope(clearance.levels, clearance.sensitive), db.app.connect() as conn:
-        row = conn.execute(_CURRENT_CHUNK_SQL, params).first()
-    return row.text if row else None
+    with scoped_session(db.app, clearance) as session:
+        return sources.chunk_text(session, chunk_id=chunk_id, clearance=clearance)
 
 
 def date_bases(db, trace: Trace, *, clearance: Clearance | None = None) -> list[str]:
     """The date bases of the policies the answer cited (which date the member date means)."""
     clearance = clearance or clearance_for("compliance")
     doc_ids = [c["doc_id"] for c in trace.citations or []]
-    versions = VersionLookup(db).versions(doc_ids, clearance.levels, clearance.sensitive)
+    versions = VersionLookup(db).versions(doc_ids, clearance)
     bases = [vs[0].date_basis for vs in versions.values() if vs and vs[0].date_basis in BASIS_LABELS]
     if not bases:  # nothing cited with a basis (a refusal, a wiki answer): use what was entered, else service
         bases = [b for b, v in (trace.dates or {}).items() if v and b in BASIS_LABELS] or ["date_of_service"]

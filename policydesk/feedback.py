@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import text
 
 from policydesk.detectors import find_member_identifiers
+from policydesk.storage.clearance import NO_SOURCES
 from policydesk.storage.scope import permitted_scope
 
 VERDICTS = {"helpful": "Helpful", "wrong": "Wrong or unclear"}
@@ -88,7 +89,7 @@ def record_feedback(db, *, user_name: str, trace_id: uuid.UUID, verdict: str, re
     reason, note = _validate(verdict, reason, note)
     # No access levels are needed to read one's own trace row or write feedback: traces and
     # feedback are scoped by user name (migrations 0005, 0007).
-    with permitted_scope((), False, user_name=user_name), db.app.begin() as conn:
+    with permitted_scope(NO_SOURCES, user_name=user_name), db.app.begin() as conn:
         if conn.execute(_OWN_ASK_SQL, {"id": trace_id, "user": user_name}).first() is None:
             raise NotYourAnswer("No answer of yours with that id.", "trace_id")
         conn.execute(_INSERT_SQL, {"trace_id": trace_id, "user": user_name, "verdict": verdict, "reason": reason,
@@ -98,6 +99,6 @@ def record_feedback(db, *, user_name: str, trace_id: uuid.UUID, verdict: str, re
 
 def feedback_for(db, trace_id: uuid.UUID, *, user_name: str, all_users: bool = False) -> list[FeedbackEntry]:
     """Feedback on one answer: the caller's own, or everyone's for a compliance reviewer."""
-    with permitted_scope((), False, user_name=user_name, all_traces=all_users), db.app.connect() as conn:
+    with permitted_scope(NO_SOURCES, user_name=user_name, all_traces=all_users), db.app.connect() as conn:
         rows = conn.execute(_FOR_TRACE_SQL, {"id": trace_id}).all()
     return [FeedbackEntry(r.at, r.user_name, r.verdict, r.reason, r.note) for r in rows]

@@ -37,8 +37,9 @@ from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.schema import AnswerWarning, Citation, Claim
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import TraceDraft, active_trace, install_trace_collector, write_trace
-from policydesk.storage.models import DocumentVersion, User
-from policydesk.storage.scope import permitted_scope
+from policydesk.storage import sources
+from policydesk.storage.models import User
+from policydesk.storage.scope import scoped_session
 
 log = logging.getLogger(__name__)
 
@@ -203,14 +204,13 @@ class AskPipeline:
     def _run(self, req: AskRequest, result: AskResult, clearance: Clearance, dates: dict[str, date], draft: TraceDraft) -> None:
         # -- step 2: refuse early, before retrieval, with no model call ---------------------
         with draft.stage("refusal_gate"):
-            refusal = screen_question(req.question, clearance.role, max_chars=self.settings.MAX_QUESTION_CHARS)
+            refusal = screen_question(req.question, clearance, max_chars=self.settings.MAX_QUESTION_CHARS)
         if refusal is not None:
             self._refuse(result, refusal.reason.value, refusal.message)
             return
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
-        retriever = HybridRetriever(self.store, self.embed_model, levels=clearance.levels,
-                                    sensitive=clearance.sensitive, top_k=self.settings.TOP_K)
+        retriever = HybridRetriever(self.store, self.embed_model, clearance=clearance, top_k=self.settings.TOP_K)
         with draft.stage("retrieval"):
             retrieved = retriever.search(req.question)
         result.degraded = retrieved.degraded
@@ -222,8 +222,7 @@ class AskPipeline:
                 "Check the answer against the cited text.")))
 
         # -- step 5: resolve versions, flag conflicts ----------------------------------------
-        resolver = VersionResolver(lookup=self.lookup, levels=clearance.levels, sensitive=clearance.sensitive,
-                                   dates=dates, today=self.today, recent_change_days=self.settings.RECENT_CHANGE_DAYS)
+        resolver = VersionResolver(lookup=self.lookup, clearance=clearance, dates=dates, today=self.today, recent_change_days=self.settings.RECENT_CHANGE_DAYS)
         flagger = ConflictFlagger()
         try:
             with draft.stage("version_resolution"):
@@ -294,8 +293,7 @@ class AskPipeline:
         for doc_id in policy_ids:
             with draft.stage("what_changed"):
                 try:
-                    comparison = compare_versions(self.lookup, doc_id, clearance.levels, clearance.sensitive,
-                                                  between, today=self.today)
+                    comparison = compare_versions(self.lookup, doc_id, clearance, between, today=self.today)
                 except NoVisibleVersion:
                     continue
             if comparison.old is None:
@@ -330,20 +328,15 @@ class AskPipeline:
         keys = {(c.doc_id, c.version) for c in citations}
         if not keys:
             return []
-        with permitted_scope(clearance.levels, clearance.sensitive), Session(self.db.app) as session:
-            rows = session.execute(select(DocumentVersion.doc_id, DocumentVersion.version, DocumentVersion.title,
-                                          DocumentVersion.disk_sha256, DocumentVersion.source_sha256).where(
-                DocumentVersion.doc_id.in_({k[0] for k in keys}),
-                DocumentVersion.access_level.in_(clearance.levels),
-            )).all()
-        stale = [(doc_id, version, title) for doc_id, version, title, disk, indexed in rows
-                 if (doc_id, version) in keys and disk is not None and disk != indexed]
+        with scoped_session(self.db.app, clearance) as session:
+            stale = sources.changed_on_disk(session, keys=keys, clearance=clearance)
         if stale:
             log.warning("answer cites source(s) changed since ingest: %s",
-                        ", ".join(f"{doc_id} v{version}" for doc_id, version, _ in stale))
+                        ", ".join(f"{s['doc_id']} v{s['version']}" for s in stale))
         return [AnswerWarning(kind="stale_source", message=(
-                    f"{title} version {version} changed on disk since it was indexed; the cited text may be out of date."))
-                for _, version, title in stale]
+                    f"{s['title']} version {s['version']} changed on disk since it was indexed; "
+                    "the cited text may be out of date."))
+                for s in stale]
 
     def _refuse(self, result: AskResult, code: str, message: str) -> None:
         result.refused = True

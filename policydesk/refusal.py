@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from policydesk.access import clearance_for, topic_denied
+from policydesk.access import Clearance, topic_denied
 from policydesk.detectors import find_member_identifiers, is_claim_action, is_out_of_scope
 
 DEFAULT_MAX_CHARS = 1000
@@ -60,12 +60,11 @@ QUESTION_TOO_LONG_MESSAGE = (
 )
 
 
-def screen_question(question: str, role: str, max_chars: int = DEFAULT_MAX_CHARS) -> Refusal | None:
-    """The refusal for this question and role, or None if it may go to retrieval.
+def screen_question(question: str, clearance: Clearance, max_chars: int = DEFAULT_MAX_CHARS) -> Refusal | None:
+    """The refusal for this question and caller, or None if it may go to retrieval.
 
-    Raises UnknownRoleError for a role that is not one of access.ROLES.
+    Takes the resolved `Clearance`, so an unknown role has already failed in `clearance_for`.
     """
-    clearance_for(role)  # unknown roles fail loudly before anything else
     text = (question or "").strip()
     if not text:
         return Refusal(RefusalReason.empty_question, EMPTY_QUESTION_MESSAGE)
@@ -78,6 +77,6 @@ def screen_question(question: str, role: str, max_chars: int = DEFAULT_MAX_CHARS
         return Refusal(RefusalReason.member_identifier, MEMBER_IDENTIFIER_MESSAGE)
     if is_claim_action(text):
         return Refusal(RefusalReason.claim_action, CLAIM_ACTION_MESSAGE)
-    if topic_denied(role, text) is not None or is_out_of_scope(text):
+    if topic_denied(clearance, text) is not None or is_out_of_scope(text):
         return Refusal(RefusalReason.out_of_scope, OUT_OF_SCOPE_MESSAGE)
     return None

@@ -52,8 +52,8 @@ def main() -> None:
     c = clearance_for("compliance")
     store = chunk_vector_store(db)
     for k in (4, 8):
-        split = HybridRetriever(store, embed, levels=c.levels, sensitive=c.sensitive, top_k=k, split_parts=True)
-        whole = HybridRetriever(store, embed, levels=c.levels, sensitive=c.sensitive, top_k=k, split_parts=False)
+        split = HybridRetriever(store, embed, clearance=c, top_k=k, split_parts=True)
+        whole = HybridRetriever(store, embed, clearance=c, top_k=k, split_parts=False)
         rs = [recall(split, q, e) for q, e in CASES]
         rw = [recall(whole, q, e) for q, e in CASES]
         print(f"k={k}: section recall split={sum(rs)/len(rs):.3f} single-embedding={sum(rw)/len(rw):.3f} "

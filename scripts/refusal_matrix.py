@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from policydesk.access import clearance_for
 from policydesk.refusal import screen_question
 
 DEFAULT_CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "refusal_cases.yaml"
@@ -24,7 +25,7 @@ def load_cases(path: Path = DEFAULT_CASES) -> list[dict]:
 
 
 def predict(question: str, role: str) -> str:
-    refusal = screen_question(question, role)
+    refusal = screen_question(question, clearance_for(role))
     return "pass" if refusal is None else refusal.reason.value
 
 

@@ -17,15 +17,15 @@ COMPLIANCE = clearance_for("compliance")
 def context(db, embed_model, question: str, dates=None):
     """Real retrieval, then version resolution: the context the flagger sees in the pipeline."""
     nodes = HybridRetriever(
-        chunk_vector_store(db), embed_model, levels=COMPLIANCE.levels, sensitive=COMPLIANCE.sensitive
+        chunk_vector_store(db), embed_model, clearance=COMPLIANCE
     ).retrieve(question)
-    resolver = VersionResolver(lookup=VersionLookup(db), levels=COMPLIANCE.levels, sensitive=True,
+    resolver = VersionResolver(lookup=VersionLookup(db), clearance=COMPLIANCE,
                                dates=dates or {}, today=TODAY)
     return resolver.postprocess_nodes(nodes)
 
 
 def flagger(db, **kwargs) -> ConflictFlagger:
-    return ConflictFlagger(lookup=VersionLookup(db), levels=COMPLIANCE.levels, sensitive=True, **kwargs)
+    return ConflictFlagger(lookup=VersionLookup(db), clearance=COMPLIANCE, **kwargs)
 
 
 def ids(nodes) -> list[str]:
@@ -134,7 +134,7 @@ def test_value_stated_in_another_section_of_the_policy_is_not_a_conflict(demo_db
     # Regression guard: the Claims Desk page's corrected-claims section (150 days) next to the
     # filing-limit section (90 days) is a different rule, stated in POL-TF's Corrected Claims.
     lookup = VersionLookup(demo_db)
-    filing = lookup.section("POL-TF", 2, "filing-limit", COMPLIANCE.levels, True)
+    filing = lookup.section("POL-TF", 2, "filing-limit", COMPLIANCE)
     wiki = _node(demo_db, "WIKI-CLAIMS:v1:corrected-claims")
     from llama_index.core.schema import NodeWithScore
 
@@ -143,7 +143,7 @@ def test_value_stated_in_another_section_of_the_policy_is_not_a_conflict(demo_db
     assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.conflicts == []
     # Without the lookup (context only), the same pair is still not flagged when the policy's
     # corrected-claims section is in context.
-    corrected = lookup.section("POL-TF", 2, "corrected-claims", COMPLIANCE.levels, True)
+    corrected = lookup.section("POL-TF", 2, "corrected-claims", COMPLIANCE)
     nodes.append(NodeWithScore(node=corrected, score=0.4))
     f = ConflictFlagger()
     assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.conflicts == []
@@ -168,7 +168,7 @@ def test_note_about_an_unrelated_policy_is_not_compared(demo_db, embed_model):
     from llama_index.core.schema import NodeWithScore
 
     lookup = VersionLookup(demo_db)
-    tf = lookup.section("POL-TF", 1, "filing-limit", COMPLIANCE.levels, True)
+    tf = lookup.section("POL-TF", 1, "filing-limit", COMPLIANCE)
     faq = _node(demo_db, "WIKI-APPEALS:v1:how-long-members-have-to-appeal")
     f = ConflictFlagger()
     nodes = [NodeWithScore(node=tf, score=1.0), NodeWithScore(node=faq, score=0.5)]
@@ -177,7 +177,7 @@ def test_note_about_an_unrelated_policy_is_not_compared(demo_db, embed_model):
 
 def _node(db, chunk_id: str):
     doc_id, v, section_id = chunk_id.split(":")
-    return VersionLookup(db).section(doc_id, int(v[1:]), section_id, COMPLIANCE.levels, True)
+    return VersionLookup(db).section(doc_id, int(v[1:]), section_id, COMPLIANCE)
 
 
 def test_wiki_value_stated_by_another_related_policy_is_not_a_conflict():

@@ -11,6 +11,7 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
 from policydesk.storage.models import Feedback, Trace
+from policydesk.storage.clearance import NO_SOURCES
 from policydesk.storage.scope import permitted_scope
 from tests.web_helpers import ask, by_class, find, text_of, token_of
 
@@ -98,7 +99,7 @@ def test_feedback_only_on_ones_own_answer(clients, staff, demo_db):
                                        "TRUNCATE feedback"])
 def test_feedback_is_append_only_for_the_app(demo_db, statement):
     with pytest.raises(ProgrammingError, match="permission denied"):
-        with permitted_scope((), False, user_name="anyone", all_traces=True), demo_db.app.begin() as conn:
+        with permitted_scope(NO_SOURCES, user_name="anyone", all_traces=True), demo_db.app.begin() as conn:
             conn.execute(text(statement))
 
 

@@ -14,12 +14,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
+from policydesk.access import clearance_for
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.scope import permitted_scope
 from policydesk.tracing import purge_traces, write_trace
 
 CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
-REP = (("public", "internal"), False)
+REP = clearance_for("rep")
 
 
 def _row(user: str = "alice", question: str = "What is the timely filing limit?", **extra) -> dict:
@@ -49,7 +50,7 @@ def test_app_role_cannot_change_proof(db, statement):
     with db.owner.begin() as conn:
         conn.execute(text("INSERT INTO audit_log (actor, action) VALUES ('reviewer', 'open')"))
     with pytest.raises(ProgrammingError, match="permission denied"):
-        with permitted_scope(*REP, user_name="alice", all_traces=True), db.app.begin() as conn:
+        with permitted_scope(REP, user_name="alice", all_traces=True), db.app.begin() as conn:
             conn.execute(text(statement))
     with db.owner.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM traces WHERE answer_text = '90 days'")).scalar_one() == 1
@@ -61,7 +62,7 @@ def test_staff_read_their_own_traces_and_compliance_reads_all(db):
     write_trace(db, _row("bob"))
 
     def users_seen(**scope) -> list[str]:
-        with permitted_scope(*REP, **scope), db.app.connect() as conn:
+        with permitted_scope(REP, **scope), db.app.connect() as conn:
             return sorted(conn.execute(text("SELECT user_name FROM traces")).scalars())
 
     assert users_seen(user_name="alice") == ["alice"]

@@ -46,7 +46,7 @@ def test_labelled_set_has_enough_cases():
     "case", CASES, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(CASES)]
 )
 def test_screen_question_labelled_case(case):
-    refusal = screen_question(case["question"], case["role"])
+    refusal = screen_question(case["question"], clearance_for(case["role"]))
     predicted = "pass" if refusal is None else refusal.reason.value
     assert predicted == case["expected"], case["question"]
 
@@ -61,8 +61,8 @@ def test_confusion_matrix_refuse_precision_and_recall_are_one(capsys):
 
 
 def test_topic_gate_refusal_message_identical_to_out_of_scope():
-    gated = screen_question(SIU_QUESTION, "rep")
-    unrelated = screen_question("What's the weather forecast for tomorrow?", "rep")
+    gated = screen_question(SIU_QUESTION, clearance_for("rep"))
+    unrelated = screen_question("What's the weather forecast for tomorrow?", clearance_for("rep"))
     assert gated is not None and unrelated is not None
     assert gated.reason is unrelated.reason is RefusalReason.out_of_scope
     assert gated.message.encode("utf-8") == unrelated.message.encode("utf-8")
@@ -71,17 +71,17 @@ def test_topic_gate_refusal_message_identical_to_out_of_scope():
 
 
 def test_topic_gate_siu_by_role():
-    assert screen_question(SIU_QUESTION, "rep").reason is RefusalReason.out_of_scope
-    assert screen_question(SIU_QUESTION, "supervisor") is None
-    assert screen_question(SIU_QUESTION, "compliance") is None
-    assert topic_denied("rep", SIU_QUESTION) == "fraud_investigation"
-    assert topic_denied("supervisor", SIU_QUESTION) is None
+    assert screen_question(SIU_QUESTION, clearance_for("rep")).reason is RefusalReason.out_of_scope
+    assert screen_question(SIU_QUESTION, clearance_for("supervisor")) is None
+    assert screen_question(SIU_QUESTION, clearance_for("compliance")) is None
+    assert topic_denied(clearance_for("rep"), SIU_QUESTION) == "fraud_investigation"
+    assert topic_denied(clearance_for("supervisor"), SIU_QUESTION) is None
 
 
 def test_topic_gate_compliance_topics_block_supervisor():
     question = "What is the dispute review procedure?"
-    assert topic_denied("supervisor", question) == "call_audit"
-    assert topic_denied("compliance", question) is None
+    assert topic_denied(clearance_for("supervisor"), question) == "call_audit"
+    assert topic_denied(clearance_for("compliance"), question) is None
 
 
 def test_every_topic_needs_a_known_level():
@@ -91,8 +91,9 @@ def test_every_topic_needs_a_known_level():
 
 
 def test_screen_question_unknown_role_raises():
+    # The clearance is resolved before screening: an unknown role fails there, loudly.
     with pytest.raises(UnknownRoleError, match="Unknown role 'admin'"):
-        screen_question("What is the timely filing limit?", "admin")
+        screen_question("What is the timely filing limit?", clearance_for("admin"))
 
 
 def test_clearance_for_unknown_role_raises_value_error():
@@ -113,17 +114,17 @@ def test_clearance_permits_by_role():
 
 @pytest.mark.parametrize("question", ["", "   ", "\n\t"])
 def test_screen_question_empty(question):
-    assert screen_question(question, "rep").reason is RefusalReason.empty_question
+    assert screen_question(question, clearance_for("rep")).reason is RefusalReason.empty_question
 
 
 def test_screen_question_too_long():
     question = "What is the timely filing limit? " * 40
-    refusal = screen_question(question, "rep")
+    refusal = screen_question(question, clearance_for("rep"))
     assert refusal.reason is RefusalReason.question_too_long
     assert "1000 characters" in refusal.message
-    assert screen_question(question, "rep", max_chars=5000) is None
+    assert screen_question(question, clearance_for("rep"), max_chars=5000) is None
 
 
 def test_too_long_checked_before_identifiers():
     question = "Member CVM12345678 " + "x" * 1000
-    assert screen_question(question, "rep").reason is RefusalReason.question_too_long
+    assert screen_question(question, clearance_for("rep")).reason is RefusalReason.question_too_long

@@ -32,7 +32,7 @@ PROBES = [
 
 def _retriever(db, embed_model, role, **kw):
     c = clearance_for(role)
-    return HybridRetriever(chunk_vector_store(db), embed_model, levels=c.levels, sensitive=c.sensitive, **kw)
+    return HybridRetriever(chunk_vector_store(db), embed_model, clearance=c, **kw)
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_rep_sees_less_than_compliance_for_the_same_restricted_question(demo_db,
 
 
 def test_raw_select_as_rep_returns_no_restricted_row(demo_db):
-    with permitted_scope(clearance_for("rep").levels, False):
+    with permitted_scope(clearance_for("rep")):
         with demo_db.app.connect() as conn:
             rows = conn.execute(text("SELECT metadata_->>'access_level', (metadata_->>'sensitive')::boolean FROM data_chunks")).all()
             versions = conn.execute(text("SELECT access_level, sensitive FROM document_versions")).all()
@@ -184,7 +184,7 @@ class _BrokenEmbedding:
 @pytest.mark.parametrize("role", ROLES)
 def test_embedding_failure_degrades_to_full_text_under_the_same_predicate(role, demo_db):
     c = clearance_for(role)
-    r = HybridRetriever(chunk_vector_store(demo_db), _BrokenEmbedding(), levels=c.levels, sensitive=c.sensitive)
+    r = HybridRetriever(chunk_vector_store(demo_db), _BrokenEmbedding(), clearance=c)
     for result in (r.search("SIU fraud referral timely filing appeal"), asyncio.run(r.asearch("timely filing limit"))):
         assert result.degraded and "RESOURCE_EXHAUSTED" in result.degraded_reason
         assert result.nodes, "full-text fallback still answers"
@@ -221,7 +221,7 @@ def test_filtered_hnsw_top_k_returns_k_for_a_small_permitted_fraction(make_db, e
     # 60 rows of 3000 visible to a rep.
     _add_synthetic_chunks(db, demo_db, 3000, lambda i: "public" if i % 50 == 0 else "restricted")
     rep = clearance_for("rep")
-    retriever = HybridRetriever(chunk_vector_store(db), embed_model, levels=rep.levels, sensitive=False,
+    retriever = HybridRetriever(chunk_vector_store(db), embed_model, clearance=rep,
                                 top_k=10, arm_top_k=10)
     dense = retriever.arms[0]
     q = "timely filing limit for claims"
@@ -238,7 +238,7 @@ def test_filtered_hnsw_top_k_returns_k_for_a_small_permitted_fraction(make_db, e
     qvec = {"q": str(embed_model.get_query_embedding(q))}
     counts = {}
     for mode in ("relaxed_order", "off"):
-        with permitted_scope(rep.levels, False), db.app.begin() as conn:
+        with permitted_scope(rep), db.app.begin() as conn:
             conn.execute(text(f"SET LOCAL enable_seqscan = off; SET LOCAL hnsw.iterative_scan = {mode}"))
             plan = "\n".join(conn.execute(text("EXPLAIN " + sql.text), qvec).scalars())
             assert "data_chunks_embedding_hnsw" in plan, plan
@@ -255,7 +255,7 @@ def test_planner_estimates_the_rep_predicate_from_statistics(make_db, demo_db):
     _add_synthetic_chunks(db, demo_db, 3000, lambda i: "public" if i % 10 else "restricted")  # 90% visible
     sql = ("EXPLAIN SELECT id FROM data_chunks WHERE metadata_->>'access_level' IN ('public', 'internal') "
            "AND metadata_->>'sensitive' = 'false'")
-    with permitted_scope(clearance_for("rep").levels, False), db.app.begin() as conn:
+    with permitted_scope(clearance_for("rep")), db.app.begin() as conn:
         plan = "\n".join(conn.execute(text(sql)).scalars())
     estimated = int(re.search(r"rows=(\d+)", plan).group(1))
     assert estimated >= 0.3 * 2700, plan

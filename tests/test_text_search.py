@@ -12,7 +12,7 @@ from llama_index.core.schema import QueryBundle
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
-from policydesk.access import ROLES, clearance_for
+from policydesk.access import ROLES, Clearance, clearance_for
 from policydesk.retrievers import PermissionScopedRetriever, chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig
 from policydesk.retrievers.store import store_engines
@@ -30,7 +30,7 @@ QUESTIONS = [q["question"] for q in yaml.safe_load((REPO / "evals" / "golden.yam
 def _arms(db, role: str, k: int = 20):
     c = clearance_for(role)
     store = chunk_vector_store(db)
-    config = ArmConfig(levels=c.levels, sensitive=c.sensitive, top_k=k, mode="text")
+    config = ArmConfig(clearance=c, top_k=k, mode="text")
     return PermissionScopedRetriever(store, None, config), IndexedTextRetriever(*store_engines(store), config)
 
 
@@ -81,7 +81,7 @@ def test_nothing_above_clearance_comes_back_from_the_side_function(role, demo_db
     with demo_db.owner.connect() as conn:
         meta = {r.node_id: (r.access_level, r.sensitive) for r in conn.execute(
             text("SELECT node_id, access_level, sensitive FROM data_chunks"))}
-    with permitted_scope(c.levels, c.sensitive), demo_db.app.connect() as conn:
+    with permitted_scope(c), demo_db.app.connect() as conn:
         ids = [r.node_id for q in QUESTIONS if or_query(q) for r in conn.execute(
             text("SELECT node_id FROM policydesk_text_search(:q, 200)"), {"q": or_query(q)})]
     assert ids and all(c.permits(*meta[i]) for i in ids)
@@ -93,7 +93,7 @@ def test_no_scope_no_rows_and_no_direct_read(demo_db):
     with demo_db.app.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM policydesk_text_search('claim|filing', 50)")).scalar_one() == 0
     with pytest.raises(ProgrammingError, match="permission denied"):
-        with permitted_scope(("public",), False), demo_db.app.connect() as conn:
+        with permitted_scope(Clearance("test", ("public",), False)), demo_db.app.connect() as conn:
             conn.execute(text("SELECT count(*) FROM chunk_search"))
 
 

@@ -37,14 +37,14 @@ CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
 def retrieve(db, embed_model, question: str, clearance=COMPLIANCE):
     retriever = HybridRetriever(
-        chunk_vector_store(db), embed_model, levels=clearance.levels, sensitive=clearance.sensitive
+        chunk_vector_store(db), embed_model, clearance=clearance
     )
     return retriever.retrieve(question)
 
 
 def resolver(db, clearance=COMPLIANCE, dates=None, **kwargs) -> VersionResolver:
     return VersionResolver(
-        lookup=VersionLookup(db), levels=clearance.levels, sensitive=clearance.sensitive,
+        lookup=VersionLookup(db), clearance=clearance,
         dates=dates or {}, today=TODAY, **kwargs,
     )
 
@@ -86,7 +86,7 @@ def test_resolver_puts_only_the_applicable_version_in_context(demo_db, embed_mod
         entered = case["dates"].get(basis)
         assert applied[doc_id]["applicable_date"] == (entered.isoformat() if entered else None)
     # Every policy chunk left in context is the version in force on its own applicable date.
-    visible = lookup.versions({doc_id_of(n.node) for n in out}, COMPLIANCE.levels, True)
+    visible = lookup.versions({doc_id_of(n.node) for n in out}, COMPLIANCE)
     for n in out:
         meta = n.node.metadata
         assert "applicable_date" in meta
@@ -234,13 +234,14 @@ def test_display_window_shows_last_day_in_force():
 def test_lookup_never_returns_what_the_caller_cannot_see(demo_db):
     lookup = VersionLookup(demo_db)
     # POL-PA is internal: a public-only caller gets nothing, not even that versions exist.
-    assert lookup.versions(["POL-PA"], ("public",), False) == {}
-    assert lookup.section("POL-PA", 2, "decision-timeframes", ("public",), False) is None
-    assert lookup.sections("POL-PA", 1, ("public",), False) == []
+    public = Clearance(role="test", levels=("public",), sensitive=False)
+    assert lookup.versions(["POL-PA"], public) == {}
+    assert lookup.section("POL-PA", 2, "decision-timeframes", public) is None
+    assert lookup.sections("POL-PA", 1, public) == []
     # The same calls with clearance see both versions.
-    seen = lookup.versions(["POL-PA"], REP.levels, REP.sensitive)["POL-PA"]
+    seen = lookup.versions(["POL-PA"], REP)["POL-PA"]
     assert [v.version for v in seen] == [1, 2]
-    assert lookup.section("POL-PA", 2, "decision-timeframes", REP.levels, REP.sensitive) is not None
+    assert lookup.section("POL-PA", 2, "decision-timeframes", REP) is not None
 
 
 def test_resolver_does_not_invent_a_version_the_caller_cannot_see(demo_db, embed_model):
@@ -271,11 +272,11 @@ def test_every_lookup_statement_carries_the_access_predicate(demo_db, embed_mode
     event.listen(demo_db.owner, "before_cursor_execute", owner_spy)
     try:
         lookup = VersionLookup(demo_db)
-        r = VersionResolver(lookup=lookup, levels=REP.levels, sensitive=REP.sensitive,
+        r = VersionResolver(lookup=lookup, clearance=REP,
                             dates={"date_of_service": date(2025, 11, 3)}, today=TODAY)
         out = r.postprocess_nodes(nodes)
-        ConflictFlagger(lookup=lookup, levels=REP.levels, sensitive=REP.sensitive).postprocess_nodes(out)
-        compare_versions(lookup, "POL-TF", REP.levels, REP.sensitive, today=TODAY)
+        ConflictFlagger(lookup=lookup, clearance=REP).postprocess_nodes(out)
+        compare_versions(lookup, "POL-TF", REP, today=TODAY)
     finally:
         event.remove(demo_db.app, "before_cursor_execute", spy)
         event.remove(demo_db.owner, "before_cursor_execute", owner_spy)
@@ -310,8 +311,8 @@ def test_a_version_hidden_from_the_caller_is_never_stood_in_for(make_db, embed_m
     question = SUITE["questions"]["POL-TF"]
 
     lookup = VersionLookup(db)
-    assert [v.version for v in lookup.versions(["POL-TF"], REP.levels, REP.sensitive)["POL-TF"]] == [1]
-    assert lookup.section("POL-TF", 2, "filing-limit", REP.levels, REP.sensitive) is None
+    assert [v.version for v in lookup.versions(["POL-TF"], REP)["POL-TF"]] == [1]
+    assert lookup.section("POL-TF", 2, "filing-limit", REP) is None
 
     # No date: the version in force today is hidden, so nothing of POL-TF is left (no v1 stand-in).
     nodes = retrieve(db, embed_model, question, REP)

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from policydesk.access import clearance_for
+from policydesk.access import Clearance, clearance_for
 from policydesk.postprocessors import (
     NoVersionInForce,
     NoVisibleVersion,
@@ -45,7 +45,7 @@ def test_ordinary_questions_are_not_what_changed(question):
 
 
 def test_timely_filing_comparison_cites_both_versions_with_windows(demo_db):
-    c = compare_versions(VersionLookup(demo_db), "POL-TF", REP.levels, REP.sensitive, today=TODAY)
+    c = compare_versions(VersionLookup(demo_db), "POL-TF", REP, today=TODAY)
     assert (c.old.version, c.new.version) == (1, 2)
     assert [s.section_id for s in c.changed] == ["filing-limit", "late-claims-and-exceptions"]
     assert c.added == [] and c.removed == []
@@ -67,7 +67,7 @@ def test_timely_filing_comparison_cites_both_versions_with_windows(demo_db):
 def test_prior_authorization_comparison_includes_the_scheduled_version(demo_db):
     # Only version 1 has taken effect by today, so the two newest are compared and version 2 is
     # shown as scheduled.
-    c = compare_versions(VersionLookup(demo_db), "POL-PA", REP.levels, REP.sensitive, today=TODAY)
+    c = compare_versions(VersionLookup(demo_db), "POL-PA", REP, today=TODAY)
     text, nodes = render_comparison(c)
     assert "version 1 (in force 2024-01-01 to 2026-12-31) \u2192 version 2 (takes effect 2027-01-01)" in text
     assert "Decision Timeframes: 14 calendar days \u2192 7 calendar days." in text
@@ -77,20 +77,20 @@ def test_prior_authorization_comparison_includes_the_scheduled_version(demo_db):
 
 def test_comparison_between_two_dates(demo_db):
     lookup = VersionLookup(demo_db)
-    c = compare_versions(lookup, "POL-APL", REP.levels, REP.sensitive, (date(2025, 6, 30), date(2025, 7, 1)))
+    c = compare_versions(lookup, "POL-APL", REP, (date(2025, 6, 30), date(2025, 7, 1)))
     assert (c.old.version, c.new.version) == (1, 2)
     text, _ = render_comparison(c)
     assert "version 1 (in force 2024-01-01 to 2025-06-30)" in text
     assert "Appeal Filing Deadline: 180 days \u2192 60 days." in text
     # Both dates under the same version: nothing to compare.
-    same = compare_versions(lookup, "POL-APL", REP.levels, REP.sensitive, (date(2025, 8, 1), date(2026, 8, 1)))
+    same = compare_versions(lookup, "POL-APL", REP, (date(2025, 8, 1), date(2026, 8, 1)))
     assert same.old is None
     with pytest.raises(NoVersionInForce, match="first version took effect 2024-01-01"):
-        compare_versions(lookup, "POL-APL", REP.levels, REP.sensitive, (date(2023, 5, 1), None))
+        compare_versions(lookup, "POL-APL", REP, (date(2023, 5, 1), None))
 
 
 def test_single_version_policy_says_so(demo_db):
-    c = compare_versions(VersionLookup(demo_db), "POL-TH", REP.levels, REP.sensitive, today=TODAY)
+    c = compare_versions(VersionLookup(demo_db), "POL-TH", REP, today=TODAY)
     text, nodes = render_comparison(c)
     assert c.old is None and "only one version" in text and "in force from 2026-03-01" in text
     assert nodes and all(n.metadata["version"] == 1 for n in nodes)
@@ -99,4 +99,4 @@ def test_single_version_policy_says_so(demo_db):
 def test_comparison_is_permission_scoped(demo_db):
     # POL-PA is internal: a public-only caller can't compare (or learn of) its versions.
     with pytest.raises(NoVisibleVersion):
-        compare_versions(VersionLookup(demo_db), "POL-PA", ("public",), False, today=TODAY)
+        compare_versions(VersionLookup(demo_db), "POL-PA", Clearance("test", ("public",), False), today=TODAY)

@@ -21,13 +21,17 @@ from pathlib import Path
 
 import numpy as np
 from llama_index.core.schema import QueryBundle
-from sqlalchemy import event, text
+from sqlalchemy import event, func, select, text
+from sqlalchemy.dialects import postgresql
 
 from policydesk.ingest.chunks import make_node, row_metadata
-
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
 from policydesk.retrievers import chunk_vector_store
+from policydesk.storage.clearance import Clearance
+from policydesk.storage.models import Chunk
+from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
+from policydesk.storage.sources import sections_statement, versions_statement
 
 LEVELS = ("public", "internal", "restricted", "compliance")
 LEVEL_P = (0.50, 0.38, 0.10, 0.02)
@@ -126,6 +130,10 @@ class Case:
     levels: tuple[str, ...]
     sensitive: bool  # False adds the "not sensitive" clause, as for a rep
 
+    @property
+    def clearance(self) -> Clearance:
+        return Clearance(role=f"bench:{self.name}", levels=self.levels, sensitive=self.sensitive)
+
 
 CASES = (
     Case("compliance_nonsensitive_~1pct", ("compliance",), False),
@@ -136,24 +144,19 @@ CASES = (
 )
 
 
-def _exact(db, case: Case, qvec: str, k: int) -> list[tuple[str, float]]:
-    pred = "metadata_->>'access_level' = ANY(:levels)"
-    if not case.sensitive:
-        pred += " AND metadata_->>'sensitive' = 'false'"
+def _exact(db, case: Case, qvec: list[float], k: int) -> list[tuple[str, float]]:
+    distance = Chunk.embedding.cosine_distance(qvec)
+    stmt = (select(Chunk.node_id, distance).where(access_clause(case.clearance, Chunk))
+            .order_by(distance).limit(k))
     with db.owner.begin() as conn:
         conn.execute(text("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off"))
-        return [tuple(r) for r in conn.execute(text(
-            f"SELECT node_id, embedding <=> CAST(:q AS vector) FROM data_chunks WHERE {pred} "
-            "ORDER BY 2 LIMIT :k"), {"levels": list(case.levels), "q": qvec, "k": k}).all()]
+        return [tuple(r) for r in conn.execute(stmt).all()]
 
 
 def _matching(db, case: Case) -> int:
-    pred = "metadata_->>'access_level' = ANY(:levels)"
-    if not case.sensitive:
-        pred += " AND metadata_->>'sensitive' = 'false'"
     with db.owner.connect() as conn:
-        return conn.execute(text(f"SELECT count(*) FROM data_chunks WHERE {pred}"),
-                            {"levels": list(case.levels)}).scalar_one()
+        return conn.execute(select(func.count()).select_from(Chunk).where(
+            access_clause(case.clearance, Chunk))).scalar_one()
 
 
 class _Capture:
@@ -169,8 +172,8 @@ class _Capture:
             self.statement, self.params = statement, parameters
 
 
-def _explain(db, levels, sensitive, statement, params) -> str:
-    with permitted_scope(levels, sensitive), db.app.begin() as conn:
+def _explain(db, clearance: Clearance, statement, params) -> str:
+    with permitted_scope(clearance), db.app.begin() as conn:
         return "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + statement, params))
 
 
@@ -185,22 +188,21 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
     results = []
     for case in CASES:
         matching = _matching(db, case)
-        arm = PermissionScopedRetriever(store, embed_model, ArmConfig(levels=case.levels, sensitive=case.sensitive,
-                                                                      top_k=k, mode="dense"))
+        arm = PermissionScopedRetriever(store, embed_model, ArmConfig(clearance=case.clearance, top_k=k, mode="dense"))
         recalls, short, lat, gaps = [], 0, [], []
         for q, emb in zip(questions, embs):
             t0 = time.perf_counter()
             nodes = arm.retrieve(QueryBundle(q, embedding=emb))
             lat.append((time.perf_counter() - t0) * 1000)
             got = [n.node.node_id for n in nodes]
-            exact = _exact(db, case, _vec_text(np.array(emb)), k)
+            exact = _exact(db, case, list(emb), k)
             if len(got) != min(k, matching):
                 short += 1
             recalls.append(len(set(got) & {e[0] for e in exact}) / max(1, len(exact)))
             # diagnostic: how much further (cosine distance) the approximate 10th hit is than the exact 10th
             if nodes and exact:
                 gaps.append((1 - min(n.score for n in nodes)) - exact[-1][1])
-        plan = _explain(db, case.levels, case.sensitive, cap.statement, cap.params)
+        plan = _explain(db, case.clearance, cap.statement, cap.params)
         (out_dir / f"{tag}_dense_{case.name}.txt").write_text(
             f"-- {case.name}: {matching} of {total} rows permitted\n-- statement\n{cap.statement}\n-- params\n"
             f"{ {k2: (v if k2 != 'query_embedding' else '<384-d>') for k2, v in (cap.params or {}).items()} if isinstance(cap.params, dict) else '<positional>'}\n"
@@ -216,10 +218,10 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
             "kth_distance_gap_max": float(np.max(gaps)) if gaps else None,
         })
     # the full-text arm, under the rep's predicate
-    arm = PermissionScopedRetriever(store, None, ArmConfig(levels=("public", "internal"), sensitive=False,
-                                                           top_k=20, mode="text"))
+    rep = Clearance(role="bench:rep", levels=("public", "internal"), sensitive=False)
+    arm = PermissionScopedRetriever(store, None, ArmConfig(clearance=rep, top_k=20, mode="text"))
     arm.retrieve(QueryBundle(questions[0]))
-    plan = _explain(db, ("public", "internal"), False, cap.statement, cap.params)
+    plan = _explain(db, rep, cap.statement, cap.params)
     (out_dir / f"{tag}_text_rep.txt").write_text(f"-- statement\n{cap.statement}\n-- plan\n{plan}\n")
     results.append({"case": "fulltext_rep", "uses_gin": "data_chunks_idx" in plan,
                     "to_tsvector_on_column_in_plan": "to_tsvector" in plan,
@@ -246,21 +248,19 @@ def _explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
 
 def _explain_version_lookups(db, out_dir: Path, tag: str) -> dict:
     """EXPLAIN the version resolver's two statements for a synthetic 3-version policy a rep can see."""
-    from policydesk.postprocessors.lookup import _SECTION_SQL, _VERSIONS_SQL
+    from policydesk.storage.models import DocumentVersion
 
+    rep = Clearance(role="bench:rep", levels=("public", "internal"), sensitive=False)
     with db.owner.connect() as conn:
-        doc_id = conn.execute(text(
-            "SELECT doc_id FROM document_versions WHERE doc_id LIKE 'SYN-%' AND version = 3 "
-            "AND access_level IN ('public', 'internal') AND NOT sensitive LIMIT 1")).scalar()
-    levels = ("public", "internal")
+        doc_id = conn.execute(select(DocumentVersion.doc_id).where(
+            DocumentVersion.doc_id.like("SYN-%"), DocumentVersion.version == 3,
+            access_clause(rep, DocumentVersion)).limit(1)).scalar()
     plans = {}
-    with permitted_scope(levels, False), db.app.begin() as conn:
-        for name, sql, params in (
-            ("versions", _VERSIONS_SQL, {"ids": [doc_id], "levels": list(levels), "sensitive": False}),
-            ("section", _SECTION_SQL, {"doc_id": doc_id, "version": "1", "levels": list(levels),
-                                       "sensitive": False, "section_id": "s0"}),
-        ):
-            plans[name] = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql.text), params))
+    with permitted_scope(rep), db.app.begin() as conn:
+        for name, stmt in (("versions", versions_statement([doc_id], rep)),
+                           ("section", sections_statement(doc_id, 1, rep, "s0"))):
+            sql = str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+            plans[name] = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql)))
     body = "".join(f"-- {n} ({doc_id})\n{p}\n\n" for n, p in plans.items())
     (out_dir / f"{tag}_version_lookups.txt").write_text(body)
     return {"case": "version_lookups", "doc_id": doc_id,

@@ -31,7 +31,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
 
-from policydesk.access import ACCESS_LEVELS, clearance_for
+from policydesk.access import clearance_for
 from policydesk.pipeline import AskPipeline, AskRequest
 from policydesk.postprocessors import VersionLookup, VersionResolver
 from policydesk.retrievers import HybridRetriever, PermissionScopedRetriever, chunk_vector_store
@@ -125,8 +125,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
 
     def one(q: Question, record: bool) -> None:
         clearance = clearance_for(q.role)
-        hybrid = HybridRetriever(store, embed_model, levels=clearance.levels, sensitive=clearance.sensitive,
-                                 top_k=settings.TOP_K)
+        hybrid = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K)
         dense_arm, text_arm = hybrid.arms
         emb, t_embed = timed(lambda: embed_model.get_query_embedding(q.text))
         bundle = QueryBundle(q.text, embedding=emb)
@@ -138,13 +137,12 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         _, t_text_plain = timed(lambda: plain.retrieve(bundle))
         fused, t_fusion = timed(lambda: hybrid._fuse([q.text], [(dense, text_nodes)], None))
         dates = {k: date.fromisoformat(str(v)) for k, v in q.dates.items() if v}
-        resolver = VersionResolver(lookup=lookup, levels=clearance.levels, sensitive=clearance.sensitive,
-                                   dates=dates, today=today, recent_change_days=settings.RECENT_CHANGE_DAYS)
+        resolver = VersionResolver(lookup=lookup, clearance=clearance, dates=dates, today=today, recent_change_days=settings.RECENT_CHANGE_DAYS)
         try:
             nodes, t_versions = timed(lambda: resolver.postprocess_nodes(fused.nodes))
         except Exception:  # NoVersionInForce: the pipeline refuses; the SQL still ran
             nodes, t_versions = [], 0.0
-        with permitted_scope(ACCESS_LEVELS, True):
+        with permitted_scope(clearance_for("compliance")):
             _, t_naive = timed(lambda: naive.retrieve(QueryBundle(q.text, embedding=emb)))
         t_synth = None
         if nodes:

@@ -17,7 +17,8 @@ from llama_index.core.schema import NodeWithScore
 
 from policydesk.access import clearance_for
 from policydesk.pipeline import date_notes
-from policydesk.retrievers import access_filters, chunk_vector_store
+from policydesk.retrievers import chunk_vector_store
+from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.prompt import render_user_turn
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
@@ -45,8 +46,8 @@ class NaiveBaseline:
 
     def retrieve(self, question: str, role: str) -> list[NodeWithScore]:
         c = clearance_for(role)
-        retriever = self.index.as_retriever(similarity_top_k=self.k, filters=access_filters(c.levels, c.sensitive))
-        with permitted_scope(c.levels, c.sensitive):
+        retriever = self.index.as_retriever(similarity_top_k=self.k, filters=access_filters(c))
+        with permitted_scope(c):
             return retriever.retrieve(question)
 
     def ask(self, question: str, role: str, dates: dict[str, str | None]) -> BaselineResult:

@@ -55,7 +55,7 @@ def calibrate(db, settings, golden, embed_model, *, k: int = 8) -> Calibration:
     cal = Calibration(current=settings.ABSTAIN_MIN_SIMILARITY)
     for item in golden.items:
         c = clearance_for(item.role)
-        retriever = HybridRetriever(store, embed_model, levels=c.levels, sensitive=c.sensitive, top_k=k)
+        retriever = HybridRetriever(store, embed_model, clearance=c, top_k=k)
         best = retriever.search(item.question).best_similarity
         cal.similarities[item.id] = best
         if best is None:

@@ -31,6 +31,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from policydesk.postprocessors.durations import durations, say
 from policydesk.postprocessors.lookup import VersionLookup
 from policydesk.postprocessors.versions import doc_id_of
+from policydesk.storage.clearance import Clearance
 from policydesk.synthesis.schema import AnswerWarning
 
 NOTE_TYPES = {"wiki": "wiki page", "call_note": "call note"}
@@ -43,8 +44,7 @@ class ConflictFlagger(BaseNodePostprocessor):
         default="drop", description="drop the contradicting note, or keep it after every other source"
     )
     lookup: VersionLookup | None = Field(default=None, description="Reads the other sections of a policy version.")
-    levels: tuple[str, ...] = Field(default=(), description="Caller's access levels, for the lookup.")
-    sensitive: bool = Field(default=False, description="Caller's sensitivity clearance, for the lookup.")
+    clearance: Clearance | None = Field(default=None, description="What the caller may read, for the lookup.")
 
     _conflicts: list[dict] = PrivateAttr(default_factory=list)
     _warnings: list[AnswerWarning] = PrivateAttr(default_factory=list)
@@ -144,9 +144,9 @@ class ConflictFlagger(BaseNodePostprocessor):
         texts: dict[tuple, list[str]] = {}
         for p in policies:
             texts.setdefault((doc_id_of(p.node), p.node.metadata.get("version")), []).append(p.node.get_content())
-        if self.lookup is not None:
+        if self.lookup is not None and self.clearance is not None:
             for doc_id, version in list(texts):
-                for node in self.lookup.sections(doc_id, version, self.levels, self.sensitive):
+                for node in self.lookup.sections(doc_id, version, self.clearance):
                     texts[(doc_id, version)].append(node.get_content())
         known: dict[tuple, dict[str, set[int]]] = {}
         for key, chunks in texts.items():

@@ -30,6 +30,7 @@ from policydesk.postprocessors.window import (
     in_force_today,
     previous_version,
 )
+from policydesk.storage.clearance import Clearance
 from policydesk.synthesis.schema import AnswerWarning
 
 
@@ -65,8 +66,7 @@ class VersionResolver(BaseNodePostprocessor):
     """Swap policy chunks for the version that applied. One instance per request."""
 
     lookup: VersionLookup = Field(description="Permission-scoped reads of versions and sections.")
-    levels: tuple[str, ...] = Field(description="Access levels the caller may read.")
-    sensitive: bool = Field(description="Whether the caller is cleared for sensitive sources.")
+    clearance: Clearance = Field(description="What the caller may read; every lookup runs under it.")
     dates: dict[str, date | None] = Field(
         default_factory=dict, description="Entered dates keyed by date basis (date_of_service, denial_notice_date)."
     )
@@ -88,7 +88,7 @@ class VersionResolver(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         report = self._report = ResolutionReport()
         policy_ids = [doc_id_of(n.node) for n in nodes if n.node.metadata.get("source_type") == "policy"]
-        versions = self.lookup.versions(policy_ids, self.levels, self.sensitive) if policy_ids else {}
+        versions = self.lookup.versions(policy_ids, self.clearance) if policy_ids else {}
         chosen: dict[str, VersionInfo | None] = {}
         out: list[NodeWithScore] = []
         seen: set[str] = set()
@@ -137,7 +137,7 @@ class VersionResolver(BaseNodePostprocessor):
             return None
         if int(node.metadata.get("version", 0)) != target.version:
             section_id = node.metadata.get("section_id")
-            fetched = self.lookup.section(doc_id, target.version, section_id, self.levels, self.sensitive)
+            fetched = self.lookup.section(doc_id, target.version, section_id, self.clearance)
             if fetched is None:
                 report.dropped.append({
                     "chunk_id": node.node_id,

@@ -24,6 +24,7 @@ from policydesk.postprocessors.durations import durations, say
 from policydesk.postprocessors.lookup import VersionInfo, VersionLookup
 from policydesk.postprocessors.versions import NoVersionInForce
 from policydesk.postprocessors.window import in_force_on, in_force_today, previous_version, window_text
+from policydesk.storage.clearance import Clearance
 
 _WHAT_CHANGED = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\bwhat\s+(?:has\s+|have\s+)?changed\b",
@@ -121,11 +122,11 @@ def _diff(old: TextNode, new: TextNode, change: SectionChange) -> None:
             change.added_text.append(" ".join(nw[j1:j2]))
 
 
-def compare_versions(lookup: VersionLookup, doc_id: str, levels, sensitive: bool,
+def compare_versions(lookup: VersionLookup, doc_id: str, clearance: Clearance,
                      between: tuple[date | None, date | None] = (None, None), *,
                      today: date | None = None) -> VersionComparison:
     """Compare the versions in force on the two dates (see the module docstring for defaults)."""
-    versions = lookup.versions([doc_id], levels, sensitive).get(doc_id, [])
+    versions = lookup.versions([doc_id], clearance).get(doc_id, [])
     if not versions:
         raise NoVisibleVersion(f"no visible version of {doc_id}")
     versions = sorted(versions, key=lambda v: v.effective_from)
@@ -133,11 +134,11 @@ def compare_versions(lookup: VersionLookup, doc_id: str, levels, sensitive: bool
     if old is not None and old.version == new.version:
         old = None
     comparison = VersionComparison(doc_id, new.title, old, new, today)
-    new_sections = {n.metadata["section_id"]: n for n in lookup.sections(doc_id, new.version, levels, sensitive)}
+    new_sections = {n.metadata["section_id"]: n for n in lookup.sections(doc_id, new.version, clearance)}
     if old is None:
         comparison.unchanged = [SectionChange(s, n.metadata.get("section", s), n, n) for s, n in new_sections.items()]
         return comparison
-    old_sections = {n.metadata["section_id"]: n for n in lookup.sections(doc_id, old.version, levels, sensitive)}
+    old_sections = {n.metadata["section_id"]: n for n in lookup.sections(doc_id, old.version, clearance)}
     for sid, node in new_sections.items():
         title = node.metadata.get("section", sid)
         before = old_sections.get(sid)

@@ -21,16 +21,11 @@ from sqlalchemy import text
 
 from policydesk.access import Clearance
 from policydesk.reports.clusters import QuestionCluster, cluster_questions
-from policydesk.storage.scope import permitted_scope
+from policydesk.storage import sources
+from policydesk.storage.scope import scoped_session
 
 ABSTAIN_KINDS = ("no_source", "weak_match", "not_in_sources", "failed_closed", "failed_check", "error")
 
-_SOURCES_SQL = text("""
-    SELECT doc_id, version, title, source_type, owner, effective_from, source_sha256, disk_sha256
-    FROM document_versions
-    WHERE access_level = ANY(:levels) AND (:sensitive OR NOT sensitive)
-    ORDER BY doc_id, version
-""")
 _TRACES_SQL = text("""
     SELECT id, created_at, question, refused, abstained, degraded, status, answer, citations, chunk_ids
     FROM traces
@@ -137,10 +132,10 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
         raise ValueError(f"the period ends ({end}) before it starts ({start})")
     window = {"start": datetime.combine(start, time.min, tzinfo=timezone.utc),
               "end": datetime.combine(end + timedelta(days=1), time.min, tzinfo=timezone.utc)}
-    with permitted_scope(clearance.levels, clearance.sensitive, report=True), db.app.connect() as conn:
-        versions = conn.execute(_SOURCES_SQL, {"levels": list(clearance.levels), "sensitive": clearance.sensitive}).all()
-        traces = [_trace(r) for r in conn.execute(_TRACES_SQL, window)]
-        wrong = {str(r.trace_id) for r in conn.execute(_WRONG_SQL, {"start": window["start"]})}
+    with scoped_session(db.app, clearance, report=True) as session:
+        versions = sources.version_catalog(session, clearance=clearance)
+        traces = [_trace(r) for r in session.execute(_TRACES_SQL, window)]
+        wrong = {str(r.trace_id) for r in session.execute(_WRONG_SQL, {"start": window["start"]})}
 
     latest = {v.doc_id: v for v in versions}  # ordered by version: the last one wins
     wanted = {d for d, v in latest.items() if owner is None or v.owner == owner}

@@ -18,6 +18,7 @@ from policydesk.retrievers.scoped import ArmConfig, EmbeddingUnavailable, Permis
 from policydesk.retrievers.split import split_question
 from policydesk.retrievers.store import store_engines
 from policydesk.retrievers.text import IndexedTextRetriever
+from policydesk.storage.clearance import Clearance
 
 
 @dataclass
@@ -30,14 +31,14 @@ class RetrievalResult:
 
 
 class HybridRetriever(BaseRetriever):
-    def __init__(self, vector_store, embed_model, *, levels: tuple[str, ...], sensitive: bool,
+    def __init__(self, vector_store, embed_model, *, clearance: Clearance,
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
-            vector_store, embed_model, ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="dense"))
+            vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
         # as PGVectorStore's own text query, but served by a GIN index under RLS.
         self._text = IndexedTextRetriever(
-            *store_engines(vector_store), ArmConfig(levels=levels, sensitive=sensitive, top_k=arm_top_k, mode="text"))
+            *store_engines(vector_store), ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text"))
         self._top_k = top_k
         self._split = split_parts
         super().__init__(**kwargs)

@@ -10,7 +10,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters, VectorStoreQuery, VectorStoreQueryMode
 from pydantic import BaseModel, ConfigDict
 
-from policydesk.retrievers.predicate import access_filters
+from policydesk.storage.clearance import Clearance
+from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
 
 
@@ -20,8 +21,7 @@ class EmbeddingUnavailable(RuntimeError):
 
 class ArmConfig(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    levels: tuple[str, ...]
-    sensitive: bool
+    clearance: Clearance
     top_k: int = 8
     mode: Literal["dense", "text"] = "dense"
     extra_filters: MetadataFilters | None = None
@@ -36,7 +36,7 @@ def _from_store_metadata(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
 class PermissionScopedRetriever(BaseRetriever):
     """Retrieve from PGVectorStore with the access predicate in the statement's WHERE clause.
 
-    The same levels are bound to the transaction for row-level security, the second layer.
+    The same clearance is bound to the transaction for row-level security, the second layer.
     """
 
     def __init__(self, vector_store, embed_model: BaseEmbedding | None, config: ArmConfig, **kwargs: Any) -> None:
@@ -58,7 +58,7 @@ class PermissionScopedRetriever(BaseRetriever):
             query_str=query_bundle.query_str,
             similarity_top_k=c.top_k,
             sparse_top_k=c.top_k,
-            filters=access_filters(c.levels, c.sensitive, c.extra_filters),
+            filters=access_filters(c.clearance, c.extra_filters),
             mode=VectorStoreQueryMode.DEFAULT if c.mode == "dense" else VectorStoreQueryMode.TEXT_SEARCH,
         )
 
@@ -84,13 +84,13 @@ class PermissionScopedRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._query(query_bundle, self._embedding(query_bundle))
-        with permitted_scope(self._config.levels, self._config.sensitive):
+        with permitted_scope(self._config.clearance):
             result = self._store.query(query)
         return _from_store_metadata(_to_scored(result))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._query(query_bundle, await self._aembedding(query_bundle))
-        with permitted_scope(self._config.levels, self._config.sensitive):
+        with permitted_scope(self._config.clearance):
             result = await self._store.aquery(query)
         return _from_store_metadata(_to_scored(result))
 

@@ -20,19 +20,24 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
-from sqlalchemy import text
+from sqlalchemy import Float, Select, String, column, func, select
 
 from policydesk.retrievers.scoped import ArmConfig
+from policydesk.storage.clearance import Clearance
+from policydesk.storage.models import Chunk
+from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
 
-# One round trip: ids and ranks from the side path, joined to the chunk rows read under the
-# access predicate (and RLS behind it).
-_SEARCH_SQL = text(
-    "SELECT c.node_id, c.text, c.metadata_, s.rank "
-    "FROM policydesk_text_search(:query, :k) AS s JOIN data_chunks AS c ON c.node_id = s.node_id "
-    "WHERE c.access_level = ANY(:levels) AND (:sensitive OR NOT c.sensitive) "
-    "ORDER BY s.rank DESC, c.node_id"
-)
+
+def search_statement(query: str, k: int, clearance: Clearance) -> Select:
+    """One round trip: ids and ranks from the side path, joined to the chunk rows read under the
+    access predicate (and RLS behind it)."""
+    found = func.policydesk_text_search(query, k).table_valued(
+        column("node_id", String), column("rank", Float)).render_derived(name="s")
+    return (select(Chunk.node_id, Chunk.text, Chunk.metadata_, found.c.rank)
+            .join_from(found, Chunk, Chunk.node_id == found.c.node_id)
+            .where(access_clause(clearance, Chunk))
+            .order_by(found.c.rank.desc(), Chunk.node_id))
 
 
 def or_query(query_str: str) -> str:
@@ -60,26 +65,25 @@ class IndexedTextRetriever(BaseRetriever):
     def config(self) -> ArmConfig:
         return self._config
 
-    def _params(self, query_bundle: QueryBundle) -> dict | None:
+    def _statement(self, query_bundle: QueryBundle) -> Select | None:
         query = or_query(query_bundle.query_str)
         if not query:
             return None
-        c = self._config
-        return {"query": query, "k": c.top_k, "levels": list(c.levels), "sensitive": c.sensitive}
+        return search_statement(query, self._config.top_k, self._config.clearance)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        params = self._params(query_bundle)
-        if params is None:
+        stmt = self._statement(query_bundle)
+        if stmt is None:
             return []
-        with permitted_scope(self._config.levels, self._config.sensitive), self._engine.connect() as conn:
-            rows = conn.execute(_SEARCH_SQL, params).all()
+        with permitted_scope(self._config.clearance), self._engine.connect() as conn:
+            rows = conn.execute(stmt).all()
         return [NodeWithScore(node=_node(r), score=float(r.rank)) for r in rows]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        params = self._params(query_bundle)
-        if params is None:
+        stmt = self._statement(query_bundle)
+        if stmt is None:
             return []
-        with permitted_scope(self._config.levels, self._config.sensitive):
+        with permitted_scope(self._config.clearance):
             async with self._async_engine.connect() as conn:
-                rows = (await conn.execute(_SEARCH_SQL, params)).all()
+                rows = (await conn.execute(stmt)).all()
         return [NodeWithScore(node=_node(r), score=float(r.rank)) for r in rows]

@@ -1,9 +1,14 @@
 """The caller's permitted scope, set per transaction for Postgres row-level security.
 
-The SQL predicate built by the retrievers is the first layer; this is the second, independent
-one. Every transaction on the application engine sets `policydesk.levels` and
-`policydesk.sensitive` with `set_config(..., is_local => true)` from the scope active in the
-current context. With no scope active nothing is set, and the RLS policies return no rows.
+The SQL predicate (`predicate.py`) is the first layer; this is the second, independent one.
+Every transaction on the application engine sets `policydesk.levels`, `policydesk.sensitive`,
+`policydesk.user`, `policydesk.all_traces` and `policydesk.report` with
+`set_config(..., is_local => true)` from the scope active in the current context. With no scope active nothing is set, and the RLS policies
+return no rows.
+
+`scoped_session` binds a scope to one Session instead of the context: a FastAPI dependency
+runs in a different worker thread from its route, so a context variable set there would not
+reach the route's queries.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.orm import Session
+
+from policydesk.storage.clearance import Clearance
 
 
 @dataclass(frozen=True)
@@ -28,15 +36,20 @@ class Scope:
     # Report scope (migration 0008): also read traces of staff within this clearance.
     report: bool = False
 
+    @classmethod
+    def of(cls, clearance: Clearance, *, user_name: str | None = None, all_traces: bool = False,
+           report: bool = False) -> "Scope":
+        return cls(tuple(clearance.levels), bool(clearance.sensitive), user_name, bool(all_traces), bool(report))
+
 
 _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("policydesk_scope", default=None)
 
 
 @contextmanager
-def permitted_scope(levels: tuple[str, ...] | list[str], sensitive: bool, *, user_name: str | None = None,
-                    all_traces: bool = False, report: bool = False) -> Iterator[Scope]:
-    """Run the block with these access levels bound to every application-engine transaction."""
-    scope = Scope(tuple(levels), bool(sensitive), user_name, bool(all_traces), bool(report))
+def permitted_scope(clearance: Clearance, *, user_name: str | None = None, all_traces: bool = False,
+                    report: bool = False) -> Iterator[Scope]:
+    """Run the block with this clearance bound to every application-engine transaction."""
+    scope = Scope.of(clearance, user_name=user_name, all_traces=all_traces, report=report)
     token = _current.set(scope)
     try:
         yield scope
@@ -46,6 +59,31 @@ def permitted_scope(levels: tuple[str, ...] | list[str], sensitive: bool, *, use
 
 def current_scope() -> Scope | None:
     return _current.get()
+
+
+def _scope_sql(scope: Scope) -> tuple[str, dict[str, str]]:
+    params = {"levels": ",".join(scope.levels), "sensitive": "on" if scope.sensitive else "off",
+              "user": scope.user_name or "", "all_traces": "on" if scope.all_traces else "off",
+              "report": "on" if scope.report else "off"}
+    sql = ("set_config('policydesk.levels', %(levels)s, true), "
+           "set_config('policydesk.sensitive', %(sensitive)s, true), "
+           "set_config('policydesk.user', %(user)s, true), "
+           "set_config('policydesk.all_traces', %(all_traces)s, true), "
+           "set_config('policydesk.report', %(report)s, true)")
+    return sql, params
+
+
+def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | None = None,
+                   all_traces: bool = False, report: bool = False) -> Session:
+    """A Session whose every transaction carries this scope for row-level security."""
+    session = Session(engine)
+    sql, params = _scope_sql(Scope.of(clearance, user_name=user_name, all_traces=all_traces, report=report))
+
+    @event.listens_for(session, "after_begin")
+    def _bind(session: Session, transaction, connection: Connection) -> None:  # noqa: ANN001
+        connection.exec_driver_sql("SELECT " + sql, params)
+
+    return session
 
 
 def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int) -> None:
@@ -63,16 +101,7 @@ def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int) 
             "set_config('hnsw.max_scan_tuples', %(mst)s, true)"
         )
         if scope is not None:
-            params["levels"] = ",".join(scope.levels)
-            params["sensitive"] = "on" if scope.sensitive else "off"
-            params["user"] = scope.user_name or ""
-            params["all_traces"] = "on" if scope.all_traces else "off"
-            params["report"] = "on" if scope.report else "off"
-            sql += (
-                ", set_config('policydesk.levels', %(levels)s, true), "
-                "set_config('policydesk.sensitive', %(sensitive)s, true), "
-                "set_config('policydesk.user', %(user)s, true), "
-                "set_config('policydesk.all_traces', %(all_traces)s, true), "
-                "set_config('policydesk.report', %(report)s, true)"
-            )
+            scope_sql, scope_params = _scope_sql(scope)
+            params |= scope_params
+            sql += ", " + scope_sql
         conn.exec_driver_sql(sql, params)

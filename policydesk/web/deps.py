@@ -1,4 +1,5 @@
-"""Request dependencies as `Annotated` aliases: the database, the pipeline, who is asking.
+"""Request dependencies as `Annotated` aliases: the database, the pipeline, who is asking, and a
+session already scoped to the caller's clearance.
 
 The session cookie holds the user name, the CSRF token, when the session began and was last
 used, and a fingerprint of the password hash; never the role. The role is re-read from the
@@ -11,6 +12,7 @@ given a new password since signing in, and the timestamps end idle and over-long
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Annotated
@@ -19,6 +21,9 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
+from policydesk.pipeline import AskPipeline
+from policydesk.storage.engine import Database
+from policydesk.storage.scope import scoped_session
 from policydesk.users import get_active_user, password_fingerprint
 
 CSRF_FIELD = "csrf_token"
@@ -59,16 +64,16 @@ class Staff:
         return self.role == "compliance"
 
 
-def get_db(request: Request):
+def get_db(request: Request) -> Database:
     return request.app.state.db
 
 
-def get_pipeline(request: Request):
+def get_pipeline(request: Request) -> AskPipeline:
     return request.app.state.pipeline
 
 
-DbDep = Annotated[object, Depends(get_db)]
-PipelineDep = Annotated[object, Depends(get_pipeline)]
+DbDep = Annotated[Database, Depends(get_db)]
+PipelineDep = Annotated[AskPipeline, Depends(get_pipeline)]
 
 
 def start_session(request: Request, *, name: str, password_hash: str) -> None:
@@ -131,6 +136,16 @@ def require_compliance(user: CurrentUser) -> Staff:
 
 
 ComplianceUser = Annotated[Staff, Depends(require_compliance)]
+
+
+def get_scoped_session(user: CurrentUser, db: DbDep) -> Iterator[Session]:
+    """A session on the application engine bound to the caller's clearance and name (row-level
+    security: policy text up to the clearance, and the caller's own traces)."""
+    with scoped_session(db.app, user.clearance, user_name=user.name) as session:
+        yield session
+
+
+ScopedSession = Annotated[Session, Depends(get_scoped_session)]
 
 
 def csrf_token(request: Request) -> str:

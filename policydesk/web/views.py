@@ -7,13 +7,13 @@ from datetime import date, timedelta
 from typing import Any, Callable
 from urllib.parse import quote
 
-from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance
 from policydesk.pipeline import DATE_BASES
 from policydesk.postprocessors.window import BASIS_TITLES, display_window, in_force_on
+from policydesk.storage import sources
 from policydesk.storage.models import OPEN_END
-from policydesk.storage.scope import permitted_scope
 
 DATE_FIELD_LABELS = BASIS_TITLES
 WARNING_LABELS = {
@@ -36,17 +36,10 @@ class DateField:
     value: str
 
 
-_BASES_SQL = text(
-    "SELECT DISTINCT date_basis FROM document_versions "
-    "WHERE access_level = ANY(:levels) AND (:sensitive OR NOT sensitive)"
-)
-
-
-def date_fields(db, clearance: Clearance, values: dict[str, str] | None = None) -> list[DateField]:
+def date_fields(session: Session, clearance: Clearance, values: dict[str, str] | None = None) -> list[DateField]:
     """One optional date field per date basis present in the corpus the caller may see."""
     values = values or {}
-    with permitted_scope(clearance.levels, clearance.sensitive), db.app.connect() as conn:
-        present = set(conn.execute(_BASES_SQL, {"levels": list(clearance.levels), "sensitive": clearance.sensitive}).scalars())
+    present = sources.date_bases(session, clearance=clearance)
     return [DateField(b, DATE_FIELD_LABELS[b], values.get(b, "")) for b in DATE_BASES if b in present]
 
 
@@ -189,7 +182,7 @@ def timelines(lookup, citations: list[dict[str, Any]], clearance: Clearance, dat
     if not policy_ids:
         return []
     cited = {(c["doc_id"], int(c["version"])) for c in citations}
-    found = lookup.versions(policy_ids, clearance.levels, clearance.sensitive)
+    found = lookup.versions(policy_ids, clearance)
     out = []
     for doc_id in policy_ids:
         versions = found.get(doc_id) or []

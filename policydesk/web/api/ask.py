@@ -104,8 +104,7 @@ def read_citation(user: ApiUser, db: DbDep, trace_id: str, chunk_id: str) -> Cit
 def read_versions(user: ApiUser, pipeline: PipelineDep, doc_id: str) -> TimelineOut:
     """The versions the caller may see, through the same permission-scoped lookup as version
     resolution. A document the caller may not see is 404, like one that does not exist."""
-    clearance = user.clearance
-    versions = pipeline.lookup.versions([doc_id], clearance.levels, clearance.sensitive).get(doc_id) or []
+    versions = pipeline.lookup.versions([doc_id], user.clearance).get(doc_id) or []
     if not versions:
         raise ApiProblem("not_found", "No such document.")
     today = pipeline.today

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from policydesk.citations import own_citation
 from policydesk.feedback import REASONS
 from policydesk.pipeline import DATE_BASES, AskRequest
-from policydesk.web.deps import CurrentUser, DbDep, PipelineDep
+from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, ScopedSession
 from policydesk.web.templating import render
 from policydesk.web.views import answer_view, citation_url, date_fields, timelines, window_arrow
 
@@ -17,16 +17,18 @@ router = APIRouter(tags=["ask"])
 
 
 @router.get("/ask")
-def show_ask(request: Request, user: CurrentUser, db: DbDep):
-    return render(request, "ask.html", {"fields": date_fields(db, user.clearance), "question": "", "view": None})
+def show_ask(request: Request, user: CurrentUser, session: ScopedSession):
+    return render(request, "ask.html", {"fields": date_fields(session, user.clearance), "question": "", "view": None})
 
 
 @router.post("/ask")
-def ask_question(request: Request, user: CurrentUser, db: DbDep, pipeline: PipelineDep,
+def ask_question(request: Request, user: CurrentUser, session: ScopedSession, pipeline: PipelineDep,
                  question: Annotated[str, Form()] = "", date_of_service: Annotated[str, Form()] = "",
                  denial_notice_date: Annotated[str, Form()] = ""):
     values = {"date_of_service": date_of_service.strip(), "denial_notice_date": denial_notice_date.strip()}
-    ctx = {"fields": date_fields(db, user.clearance, values), "question": question, "view": None, "problem": None}
+    ctx = {"fields": date_fields(session, user.clearance, values), "question": question, "view": None, "problem": None}
+    # Release the read's pooled connection now rather than holding it idle through the model call.
+    session.close()
     if not question.strip():
         ctx["problem"] = "Type a question first."
         return render(request, "ask.html", ctx, block="result", status_code=422)
