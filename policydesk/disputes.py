@@ -19,17 +19,14 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
-from policydesk.postprocessors import VersionLookup
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
 from policydesk.ingest.chunks import sha256_text
-from policydesk.postprocessors.window import BASIS_TITLES, in_force_on, window_text
 from policydesk.storage import sources
 from policydesk.storage.chain import RowProof, row_proof
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.storage.scope import permitted_scope, scoped_session
+from policydesk.versions import BASES, VersionLookup, Window, basis_title, in_force_on
 
-# How a date basis is named on the disputes page ("which date is meant").
-BASIS_LABELS = BASIS_TITLES
 SEARCH_LIMIT = 50
 AUDIT_LIMIT = 200
 
@@ -38,10 +35,6 @@ WRONG = "wrong_version"
 EDITED = "edited"
 MISSING = "section_missing"
 NONE_IN_FORCE = "none_in_force"
-
-
-def basis_label(basis: str | None) -> str:
-    return BASIS_LABELS.get(basis or "", "Date (this source names no date basis)")
 
 
 # -- audit --------------------------------------------------------------------------------------
@@ -183,7 +176,7 @@ class Verdict:
     cited_version: int
     cited_window: str
     basis: str | None
-    basis_label: str
+    basis_title: str  # which date the member date is, as headed on the page
     member_date: date
     kind: str  # right | wrong_version | edited | section_missing | none_in_force
     text: str
@@ -209,16 +202,16 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
     for c in citations:
         doc_versions = versions.get(c["doc_id"], [])
         basis = doc_versions[0].date_basis if doc_versions else None
-        basis = basis if basis in BASIS_LABELS else None
-        cited_window = window_text(c["effective_from"], _stored_end(c.get("effective_to")))
+        basis = basis if basis in BASES else None
+        cited_window = Window.cited(c["effective_from"], c.get("effective_to")).format()
         common = dict(chunk_id=c["chunk_id"], doc_id=c["doc_id"], title=c["title"], section=c["section"],
                       cited_version=int(c["version"]), cited_window=cited_window, basis=basis,
-                      basis_label=basis_label(basis), member_date=member_date)
+                      basis_title=basis_title(basis), member_date=member_date)
         applied = in_force_on(doc_versions, member_date)
         if applied is None:
             verdicts.append(Verdict(**common, kind=NONE_IN_FORCE, text="no version in force on that date"))
             continue
-        applied_window = window_text(applied.effective_from, applied.effective_to)
+        applied_window = Window.stored(applied.effective_from, applied.effective_to).format()
         common |= {"applied_version": applied.version, "applied_window": applied_window}
         if applied.version != int(c["version"]):
             verdicts.append(Verdict(**common, kind=WRONG, text=(
@@ -239,13 +232,6 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
     return verdicts
 
 
-def _stored_end(effective_to: str | None) -> date | None:
-    """Citations store the last day in force (inclusive); window_text wants the exclusive end."""
-    if effective_to is None:
-        return None
-    return date.fromisoformat(effective_to) + timedelta(days=1)
-
-
 def _current_text(db, chunk_id: str, clearance: Clearance) -> str | None:
     with scoped_session(db.app, clearance) as session:
         return sources.chunk_text(session, chunk_id=chunk_id, clearance=clearance)
@@ -256,9 +242,9 @@ def date_bases(db, trace: Trace, *, clearance: Clearance | None = None) -> list[
     clearance = clearance or clearance_for("compliance")
     doc_ids = [c["doc_id"] for c in trace.citations or []]
     versions = VersionLookup(db).versions(doc_ids, clearance)
-    bases = [vs[0].date_basis for vs in versions.values() if vs and vs[0].date_basis in BASIS_LABELS]
+    bases = [vs[0].date_basis for vs in versions.values() if vs and vs[0].date_basis in BASES]
     if not bases:  # nothing cited with a basis (a refusal, a wiki answer): use what was entered, else service
-        bases = [b for b, v in (trace.dates or {}).items() if v and b in BASIS_LABELS] or ["date_of_service"]
+        bases = [b for b, v in (trace.dates or {}).items() if v and b in BASES] or ["date_of_service"]
     return list(dict.fromkeys(bases))
 
 

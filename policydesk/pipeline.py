@@ -20,30 +20,31 @@ from sqlalchemy.orm import Session
 from policydesk import metrics
 from policydesk.access import Clearance, UnknownRoleError, clearance_for
 from policydesk.dates import DateInputError, check_date_order, parse_input_date
-from policydesk.postprocessors.window import BASIS_LABELS, display_window
-from policydesk.postprocessors import (
-    ConflictFlagger,
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
+from policydesk.refusal import screen_question
+from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from policydesk.synthesis.postflight import check_draft, combine
+from policydesk.answer import AnswerWarning
+from policydesk.synthesis.schema import Citation, Claim
+from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
+from policydesk.tracing import TraceDraft, active_trace, install_trace_collector, write_trace
+from policydesk.versions import (
+    BASIS_KEYS,
     NoVersionInForce,
     NoVisibleVersion,
     VersionLookup,
-    VersionResolver,
+    Window,
+    basis_label,
     compare_versions,
     is_what_changed_question,
     render_comparison,
 )
-from policydesk.refusal import screen_question
-from policydesk.retrievers import HybridRetriever, chunk_vector_store
-from policydesk.synthesis.postflight import check_draft, combine
-from policydesk.synthesis.schema import AnswerWarning, Citation, Claim
-from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
-from policydesk.tracing import TraceDraft, active_trace, install_trace_collector, write_trace
 from policydesk.storage import sources
 from policydesk.storage.models import User
 from policydesk.storage.scope import scoped_session
 
 log = logging.getLogger(__name__)
 
-DATE_BASES = tuple(BASIS_LABELS)
 EXTRACTIVE_NOTE = "Answered by the offline extractive answerer: quoted sentences from the cited sources, not a model."
 
 
@@ -118,8 +119,8 @@ class AskResult:
             return f"NO ANSWER: {self.abstain_reason or self.error}"
         lines = [self.answer, ""]
         for c in self.citations:
-            end = c.effective_to or "open"
-            lines.append(f"  [{c.chunk_id}] {c.title} - {c.section} - version {c.version} - in force {c.effective_from} -> {end}")
+            window = Window.cited(c.effective_from, c.effective_to).format("ascii")
+            lines.append(f"  [{c.chunk_id}] {c.title} - {c.section} - version {c.version} - {window}")
         lines += [f"  ! {w.kind}: {w.message}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -130,7 +131,7 @@ class AskError(Exception):
 
 def date_notes(dates: dict[str, date | str | None]) -> list[str]:
     """The context notes that tell the model which dates versions were resolved for."""
-    return [f"The staff member entered a {BASIS_LABELS[b]} of {d}; versions were resolved for it."
+    return [f"The staff member entered a {basis_label(b)} of {d}; versions were resolved for it."
             for b, d in dates.items() if d]
 
 
@@ -165,10 +166,10 @@ class AskPipeline:
             raise AskError(str(exc)) from None
 
     def _parse_dates(self, req: AskRequest) -> dict[str, date]:
-        unknown = set(req.dates) - set(DATE_BASES)
+        unknown = set(req.dates) - set(BASIS_KEYS)
         if unknown:
             raise DateInputError(f"unknown date field(s): {', '.join(sorted(unknown))}")
-        dates = {b: parse_input_date(req.dates.get(b), BASIS_LABELS[b]) for b in DATE_BASES}
+        dates = {b: parse_input_date(req.dates.get(b), basis_label(b)) for b in BASIS_KEYS}
         check_date_order(dates["date_of_service"], dates["denial_notice_date"])
         return {b: d for b, d in dates.items() if d is not None}
 
@@ -184,7 +185,7 @@ class AskPipeline:
                 if req.rejected:
                     raise AskError(req.rejected)
                 dates = self._parse_dates(req)
-                result.dates = {b: (dates[b].isoformat() if b in dates else None) for b in DATE_BASES}
+                result.dates = {b: (dates[b].isoformat() if b in dates else None) for b in BASIS_KEYS}
                 self._run(req, result, clearance, dates, draft)
             except (AskError, DateInputError) as exc:
                 result.error = str(exc)
@@ -321,7 +322,8 @@ class AskPipeline:
         return Citation(
             chunk_id=node.node_id, doc_id=m.get("doc_id") or node.ref_doc_id, title=m["title"], section=m["section"],
             source_type=m["source_type"], version=int(m["version"]), effective_from=m["effective_from"],
-            effective_to=display_window(m["effective_from"], m.get("effective_to"))[1], text_sha256=m["text_sha256"], text=node.get_content(),
+            effective_to=Window.stored(m["effective_from"], m.get("effective_to")).iso()[1],
+            text_sha256=m["text_sha256"], text=node.get_content(),
         )
 
     def _staleness_warnings(self, citations: list[Citation], clearance: Clearance) -> list[AnswerWarning]:

@@ -7,7 +7,8 @@ from datetime import date
 import pytest
 
 from policydesk.access import clearance_for
-from policydesk.postprocessors import ConflictFlagger, VersionLookup, VersionResolver, durations
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
+from policydesk.versions import VersionLookup, durations
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 
 TODAY = date(2026, 11, 29)

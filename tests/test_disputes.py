@@ -125,7 +125,7 @@ def test_check_names_the_version_that_applied(demo_db, answered, names):
     verdicts = disputes.check(demo_db, answered, date(2025, 11, 3), reviewer=names["reviewer"])
     assert verdicts and {v.kind for v in verdicts} == {disputes.WRONG}
     assert verdicts[0].text == "wrong policy version: version 1 applied, in force 2024-01-01 to 2025-12-31"
-    assert verdicts[0].basis == "date_of_service" and verdicts[0].basis_label == "Date of service"
+    assert verdicts[0].basis == "date_of_service" and verdicts[0].basis_title == "Date of service"
     entry = _audit(demo_db, names["reviewer"])[-1]
     assert entry.action == "check" and entry.details["member_date"] == "2025-11-03"
 

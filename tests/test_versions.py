@@ -16,16 +16,9 @@ import yaml
 from sqlalchemy import event
 
 from policydesk.access import Clearance, clearance_for
-from policydesk.postprocessors import (
-    ConflictFlagger,
-    NoVersionInForce,
-    VersionLookup,
-    VersionResolver,
-    compare_versions,
-    display_window,
-    in_force_on,
-)
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
 from policydesk.postprocessors.versions import doc_id_of
+from policydesk.versions import NoVersionInForce, VersionLookup, compare_versions, display_window, in_force_on
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 
 SUITE = yaml.safe_load((Path(__file__).parent / "data" / "version_dates.yaml").read_text())

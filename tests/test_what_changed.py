@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from policydesk.access import Clearance, clearance_for
-from policydesk.postprocessors import (
+from policydesk.versions import (
     NoVersionInForce,
     NoVisibleVersion,
     VersionLookup,

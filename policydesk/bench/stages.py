@@ -33,12 +33,13 @@ from sqlalchemy.orm import Session
 
 from policydesk.access import clearance_for
 from policydesk.pipeline import AskPipeline, AskRequest
-from policydesk.postprocessors import VersionLookup, VersionResolver
+from policydesk.postprocessors import VersionResolver
 from policydesk.retrievers import HybridRetriever, PermissionScopedRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import write_trace
 from policydesk.users import add_user
+from policydesk.versions import VersionLookup
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"

@@ -10,9 +10,9 @@ import yaml
 
 from policydesk.access import ACCESS_LEVELS
 from policydesk.ingest.errors import IngestError
+from policydesk.versions.bases import BASIS_KEYS
 
 SOURCE_TYPES = ("policy", "wiki", "call_note")
-DATE_BASES = ("date_of_service", "denial_notice_date")
 REQUIRED_FIELDS = (
     "file", "id", "title", "type", "version", "effective_from",
     "date_basis", "access_level", "sensitive", "owner",
@@ -69,7 +69,7 @@ def _source(entry: dict, root: Path, index: int) -> Source:
     if entry["access_level"] not in ACCESS_LEVELS:
         raise IngestError(where, "access_level", f"unknown access level {entry['access_level']!r} (allowed: {', '.join(ACCESS_LEVELS)})")
     date_basis = entry["date_basis"]
-    allowed_bases = DATE_BASES if source_type == "policy" else ("none",)
+    allowed_bases = BASIS_KEYS if source_type == "policy" else ("none",)
     if date_basis not in allowed_bases:
         raise IngestError(where, "date_basis", f"{date_basis!r} is not valid for a {source_type} (allowed: {', '.join(allowed_bases)})")
     if not isinstance(entry["version"], int) or isinstance(entry["version"], bool) or entry["version"] < 1:

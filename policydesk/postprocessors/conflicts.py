@@ -28,11 +28,10 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from policydesk.postprocessors.durations import durations, say
-from policydesk.postprocessors.lookup import VersionLookup
+from policydesk.answer import AnswerWarning
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.storage.clearance import Clearance
-from policydesk.synthesis.schema import AnswerWarning
+from policydesk.versions import VersionLookup, durations, say
 
 NOTE_TYPES = {"wiki": "wiki page", "call_note": "call note"}
 

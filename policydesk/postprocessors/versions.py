@@ -22,31 +22,18 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from policydesk.postprocessors.lookup import VersionInfo, VersionLookup
-from policydesk.postprocessors.window import (
+from policydesk.answer import AnswerWarning
+from policydesk.storage.clearance import Clearance
+from policydesk.versions import (
+    NoVersionInForce,
+    VersionInfo,
+    VersionLookup,
+    Window,
     basis_label,
-    display_window,
     in_force_on,
     in_force_today,
     previous_version,
 )
-from policydesk.storage.clearance import Clearance
-from policydesk.synthesis.schema import AnswerWarning
-
-
-class NoVersionInForce(Exception):
-    """No version of the policy had taken effect on the applicable date: the request is refused."""
-
-    def __init__(self, doc_id: str, title: str, first_effective_from: date, applicable_date: date, basis: str):
-        self.doc_id = doc_id
-        self.title = title
-        self.first_effective_from = first_effective_from
-        self.applicable_date = applicable_date
-        self.basis = basis
-        super().__init__(
-            f"No version of {title} ({doc_id}) was in force on {applicable_date.isoformat()} "
-            f"({basis_label(basis)}); the first version took effect {first_effective_from.isoformat()}."
-        )
 
 
 @dataclass
@@ -181,10 +168,10 @@ class VersionResolver(BaseNodePostprocessor):
         if current.effective_from > self.today - timedelta(days=self.recent_change_days):
             prev = previous_version(versions, current)
             if prev is not None:
-                p_from, p_to = display_window(prev.effective_from, prev.effective_to)
+                prev_window = Window.stored(prev.effective_from, prev.effective_to).format()
                 message = (
                     f"{current.title} changed on {start}: version {current.version} replaced version "
-                    f"{prev.version} (in force {p_from} to {p_to}). If the member's {label} is before "
+                    f"{prev.version} ({prev_window}). If the member's {label} is before "
                     f"{start}, enter it to get the rule that applied."
                 )
             else:
@@ -196,8 +183,7 @@ class VersionResolver(BaseNodePostprocessor):
         scheduled = sorted((v for v in versions if v.effective_from > self.today), key=lambda v: v.effective_from)
         if scheduled:
             nxt = scheduled[0]
-            c_from, c_to = display_window(current.effective_from, current.effective_to)
-            window = f"in force {c_from} to {c_to}" if c_to else f"in force from {c_from}"
+            window = Window.stored(current.effective_from, current.effective_to).format()
             warnings.append(AnswerWarning(kind="scheduled_change", message=(
                 f"{current.title} has a scheduled change: version {nxt.version} takes effect "
                 f"{nxt.effective_from.isoformat()}. This answer uses version {current.version} ({window}). "
@@ -208,16 +194,16 @@ class VersionResolver(BaseNodePostprocessor):
 
     def _applied(self, v: VersionInfo) -> dict:
         applicable = self.dates.get(v.date_basis)
-        first, last = display_window(v.effective_from, v.effective_to)
+        window = Window.stored(v.effective_from, v.effective_to)
         return {
             "doc_id": v.doc_id,
             "title": v.title,
             "version": v.version,
             "effective_from": v.effective_from.isoformat(),
             # The stored (exclusive) end, as in chunk metadata; None when open-ended. Render with
-            # display_window, or use "window", which already shows the last day in force.
-            "effective_to": None if last is None else v.effective_to.isoformat(),
-            "window": f"in force {first} to {last}" if last else f"in force from {first}",
+            # Window.stored, or use "window", which already shows the last day in force.
+            "effective_to": None if window.last is None else v.effective_to.isoformat(),
+            "window": window.format(),
             "date_basis": v.date_basis,
             "applicable_date": applicable.isoformat() if applicable else None,
         }

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.postprocessors.window import display_window
+from policydesk.versions.window import Window
 
 SYSTEM_PROMPT = """\
 You are PolicyDesk, an assistant that explains a health plan's written policies to trained \
@@ -72,10 +72,9 @@ def in_force_label(effective_from: str | None, effective_to: str | None) -> str:
     if not effective_from:
         return f"unknown to {effective_to or 'open'}"
     try:
-        first, last = display_window(effective_from, effective_to)
+        return Window.stored(effective_from, effective_to).format("range")
     except ValueError:
         return f"{effective_from} to {effective_to}"
-    return f"{first} to {last or 'open'}"
 
 
 def _attr(value: object) -> str:

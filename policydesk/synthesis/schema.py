@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 
@@ -35,12 +33,3 @@ class Citation(BaseModel):
     text_sha256: str
     text: str
 
-
-WarningKind = Literal[
-    "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped"
-]
-
-
-class AnswerWarning(BaseModel):
-    kind: WarningKind
-    message: str

@@ -10,12 +10,10 @@ from urllib.parse import quote
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance
-from policydesk.pipeline import DATE_BASES
-from policydesk.postprocessors.window import BASIS_TITLES, display_window, in_force_on
 from policydesk.storage import sources
 from policydesk.storage.models import OPEN_END
+from policydesk.versions import BASIS_KEYS, Window, basis_title, in_force_on
 
-DATE_FIELD_LABELS = BASIS_TITLES
 WARNING_LABELS = {
     "recent_change": "Recent change",
     "scheduled_change": "Scheduled change",
@@ -40,15 +38,10 @@ def date_fields(session: Session, clearance: Clearance, values: dict[str, str] |
     """One optional date field per date basis present in the corpus the caller may see."""
     values = values or {}
     present = sources.date_bases(session, clearance=clearance)
-    return [DateField(b, DATE_FIELD_LABELS[b], values.get(b, "")) for b in DATE_BASES if b in present]
+    return [DateField(b, basis_title(b), values.get(b, "")) for b in BASIS_KEYS if b in present]
 
 
 # -- an answer ----------------------------------------------------------------------------------
-
-def window_arrow(effective_from: str, last_day: str | None) -> str:
-    """'in force 2024-01-01 → 2025-12-31' or 'in force 2026-01-01 → open' (last_day is inclusive)."""
-    return f"in force {effective_from} → {last_day or 'open'}"
-
 
 @dataclass
 class CitationView:
@@ -102,7 +95,7 @@ class AnswerView:
 
 
 def dates_line(dates: dict[str, Any] | None, no_date: str) -> str:
-    entered = [f"{DATE_FIELD_LABELS.get(b, b)} {v}" for b, v in (dates or {}).items() if v]
+    entered = [f"{basis_title(b)} {v}" for b, v in (dates or {}).items() if v]
     return ", ".join(entered) if entered else no_date
 
 
@@ -126,7 +119,7 @@ def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_dat
         cites.append(CitationView(
             number=i, chunk_id=c["chunk_id"], doc_id=c["doc_id"], title=c["title"], section=c["section"],
             source_type=c.get("source_type", ""), version=int(c["version"]),
-            window=window_arrow(c["effective_from"], c.get("effective_to")),
+            window=Window.cited(c["effective_from"], c.get("effective_to")).format("arrow"),
             text_url=text_url(c["chunk_id"]) if text_url else None,
             text=c.get("text") if include_text and (c["doc_id"], int(c["version"])) in (readable or set()) else None,
             dom_id=f"cite-{i}",
@@ -191,7 +184,7 @@ def timelines(lookup, citations: list[dict[str, Any]], clearance: Clearance, dat
         basis = versions[0].date_basis
         entered = (dates or {}).get(basis)
         marker = date.fromisoformat(entered) if isinstance(entered, str) else (entered or fallback)
-        marker_label = f"{DATE_FIELD_LABELS.get(basis, 'Date')} {marker.isoformat()}" if entered else f"{fallback_label} {marker.isoformat()}"
+        marker_label = f"{basis_title(basis) if entered else fallback_label} {marker.isoformat()}"
         start = min(v.effective_from for v in versions)
         closed_ends = [v.effective_to for v in versions if v.effective_to < OPEN_END]
         end = max([*closed_ends, max(v.effective_from for v in versions) + timedelta(days=365), marker + timedelta(days=90)])
@@ -201,12 +194,12 @@ def timelines(lookup, citations: list[dict[str, Any]], clearance: Clearance, dat
         segments = []
         for v in versions:
             v_end = min(v.effective_to, end)
-            first, last = display_window(v.effective_from, v.effective_to)
+            window = Window.stored(v.effective_from, v.effective_to)
             left = _pct(v.effective_from, start, span)
             segments.append(Segment(
-                version=v.version, window=window_arrow(first, last), left=left,
+                version=v.version, window=window.format("arrow"), left=left,
                 width=round(_pct(v_end, start, span) - left, 2), cited=(doc_id, v.version) in cited,
-                applies=applies is not None and applies.version == v.version, open_ended=last is None,
+                applies=applies is not None and applies.version == v.version, open_ended=window.last is None,
             ))
         end_label = "open →" if any(s.open_ended for s in segments) else end.isoformat()
         out.append(Timeline(doc_id, versions[0].title, segments, _pct(marker, start, span), marker_label,

@@ -12,8 +12,8 @@ from starlette.concurrency import run_in_threadpool
 
 from policydesk.citations import own_citation
 from policydesk.dates import DateInputError, check_date_order, parse_input_date
-from policydesk.pipeline import DATE_BASES, AskRequest
-from policydesk.postprocessors.window import BASIS_LABELS, display_window
+from policydesk.pipeline import AskRequest
+from policydesk.versions import BASIS_KEYS, basis_label, display_window
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
 from policydesk.web.api.schemas import AnswerOut, AskBody, CitedTextOut, TimelineOut, VersionOut
@@ -45,7 +45,7 @@ def _answer(pipeline, user: Staff, raw: bytes) -> dict:
     question = ""
     try:
         body = parse_body(raw, AskBody)
-        check_text(question=body.question, **{b: getattr(body, b) for b in DATE_BASES},
+        check_text(question=body.question, **{b: getattr(body, b) for b in BASIS_KEYS},
                    line_of_business=body.line_of_business)
         question = body.question
         dates = _checked(body, pipeline.settings.MAX_QUESTION_CHARS)
@@ -72,9 +72,9 @@ def _checked(body: AskBody, max_chars: int) -> dict[str, str]:
         raise ApiProblem.field("unknown_line_of_business", "line_of_business",
                                "no lines of business are defined yet; leave it out or null")
     parsed = {}
-    for basis in DATE_BASES:
+    for basis in BASIS_KEYS:
         try:
-            parsed[basis] = parse_input_date(getattr(body, basis), BASIS_LABELS[basis])
+            parsed[basis] = parse_input_date(getattr(body, basis), basis_label(basis))
         except DateInputError as exc:
             raise ApiProblem.field("invalid_date", basis, str(exc)) from None
     try:

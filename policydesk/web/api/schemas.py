@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from policydesk.synthesis.schema import WarningKind
+from policydesk.answer import WarningKind
 
 DATE = {"format": "date", "examples": ["2025-11-03"]}
 

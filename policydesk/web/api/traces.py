@@ -70,8 +70,9 @@ def _check(db, reviewer: Staff, trace_id: str, raw: bytes) -> CheckOut:
     if trace is None:
         raise ApiProblem("not_found", "No answer with that id.")
     verdicts = disputes.check(db, trace, day, reviewer=reviewer.name)
+    # The published field keeps its name; it carries the basis as titled on pages (basis_title).
     return CheckOut(trace_id=str(trace.id), member_date=day.isoformat(), verdicts=[VerdictOut(
         chunk_id=v.chunk_id, doc_id=v.doc_id, title=v.title, section=v.section, cited_version=v.cited_version,
-        cited_window=v.cited_window, basis=v.basis, basis_label=v.basis_label, member_date=v.member_date.isoformat(),
+        cited_window=v.cited_window, basis=v.basis, basis_label=v.basis_title, member_date=v.member_date.isoformat(),
         verdict=v.kind, ok=v.ok, text=v.text, applied_version=v.applied_version, applied_window=v.applied_window)
         for v in verdicts])

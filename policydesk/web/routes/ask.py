@@ -8,10 +8,11 @@ from fastapi import APIRouter, Form, HTTPException, Request
 
 from policydesk.citations import own_citation
 from policydesk.feedback import REASONS
-from policydesk.pipeline import DATE_BASES, AskRequest
+from policydesk.pipeline import AskRequest
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, ScopedSession
 from policydesk.web.templating import render
-from policydesk.web.views import answer_view, citation_url, date_fields, timelines, window_arrow
+from policydesk.versions import BASIS_KEYS, Window
+from policydesk.web.views import answer_view, citation_url, date_fields, timelines
 
 router = APIRouter(tags=["ask"])
 
@@ -32,7 +33,7 @@ def ask_question(request: Request, user: CurrentUser, session: ScopedSession, pi
     if not question.strip():
         ctx["problem"] = "Type a question first."
         return render(request, "ask.html", ctx, block="result", status_code=422)
-    dates = {b: values[b] for b in DATE_BASES if values.get(b)}
+    dates = {b: values[b] for b in BASIS_KEYS if values.get(b)}
     result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=dates))
     citations = [c.model_dump() for c in result.citations]
     trace_id = str(result.trace_id) if result.trace_id else None
@@ -57,5 +58,5 @@ def show_citation(request: Request, user: CurrentUser, db: DbDep, trace_id: str,
     cite = cited.citation
     return render(request, "citation.html", {
         "question": cited.question, "title": cite["title"], "section": cite["section"], "text": cite["text"],
-        "version_line": f"version {cite['version']} · {window_arrow(cite['effective_from'], cite.get('effective_to'))}",
+        "version_line": f"version {cite['version']} · {Window.cited(cite['effective_from'], cite.get('effective_to')).format('arrow')}",
     }, block="text")

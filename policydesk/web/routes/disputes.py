@@ -17,6 +17,7 @@ from policydesk import disputes, exports
 from policydesk.dates import DateInputError, parse_input_date
 from policydesk.feedback import feedback_for
 from policydesk.storage.models import Trace
+from policydesk.versions import basis_title
 from policydesk.web.deps import ComplianceUser, DbDep, PipelineDep, Staff, require_compliance
 from policydesk.web.templating import render
 from policydesk.web.views import answer_view, citation_url, dates_line, timelines
@@ -138,7 +139,7 @@ def _member_date(value: str, ctx: dict, problem_key: str) -> date | None:
 
 def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date: str = "") -> dict:
     bases = disputes.date_bases(db, trace, clearance=reviewer.clearance)
-    label = " / ".join(disputes.basis_label(b) for b in bases)
+    label = " / ".join(basis_title(b) for b in bases)
     view = answer_view(trace.answer or {}, trace.citations or [], no_date="no date entered", include_text=True,
                        readable=disputes.readable_citations(db, trace, reviewer.clearance))
     asked_on = trace.created_at.date()

@@ -20,11 +20,11 @@ from datetime import date
 
 from llama_index.core.schema import TextNode
 
-from policydesk.postprocessors.durations import durations, say
-from policydesk.postprocessors.lookup import VersionInfo, VersionLookup
-from policydesk.postprocessors.versions import NoVersionInForce
-from policydesk.postprocessors.window import in_force_on, in_force_today, previous_version, window_text
 from policydesk.storage.clearance import Clearance
+from policydesk.versions.durations import durations, say
+from policydesk.versions.errors import NoVersionInForce, NoVisibleVersion
+from policydesk.versions.repository import VersionInfo, VersionLookup
+from policydesk.versions.window import Window, in_force_on, in_force_today, previous_version
 
 _WHAT_CHANGED = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\bwhat\s+(?:has\s+|have\s+)?changed\b",
@@ -67,10 +67,6 @@ class VersionComparison:
     removed: list[SectionChange] = field(default_factory=list)
     changed: list[SectionChange] = field(default_factory=list)
     unchanged: list[SectionChange] = field(default_factory=list)
-
-
-class NoVisibleVersion(LookupError):
-    """The caller can see no version of the document (or it does not exist)."""
 
 
 def _words(text: str) -> list[str]:
@@ -178,12 +174,12 @@ def _describe(change: SectionChange) -> str:
 
 def render_comparison(c: VersionComparison) -> tuple[str, list[TextNode]]:
     """Answer text citing both versions with their windows, and the nodes it cites."""
-    new_window = window_text(c.new.effective_from, c.new.effective_to, c.today)
+    new_window = Window.stored(c.new.effective_from, c.new.effective_to).format(today=c.today)
     if c.old is None:
         nodes = [s.new for s in c.unchanged[:1]]
         return (f"{c.title} has only one version: version {c.new.version} ({new_window}). "
                 "There is no earlier version to compare it with."), nodes
-    old_window = window_text(c.old.effective_from, c.old.effective_to, c.today)
+    old_window = Window.stored(c.old.effective_from, c.old.effective_to).format(today=c.today)
     lines = [f"{c.title}: version {c.old.version} ({old_window}) \u2192 version {c.new.version} ({new_window})."]
     nodes: list[TextNode] = []
     for change in c.changed:

@@ -1,4 +1,6 @@
-"""Permission-scoped reads of versions and sections, for version resolution and comparison.
+"""The version repository: permission-scoped reads of versions and sections, as domain objects.
+
+Used by version resolution, comparison, the disputes checks and the web timelines.
 
 Every read runs on the application engine (`db.app`, no BYPASSRLS) in a session bound to the
 caller's clearance, through the statements in `policydesk.storage.sources`, which carry the
