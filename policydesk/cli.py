@@ -203,7 +203,9 @@ def ask(question: str,
         return _ask_server(server, token, question, dates, as_json)
     if not as_user:
         _fail("--as USER is required (or --server URL --token T to ask a running server)")
-    from policydesk.pipeline import AskRequest, build_pipeline
+    from policydesk.answer import AskRequest
+    from policydesk.client import render_answer
+    from policydesk.pipeline import build_pipeline
 
     settings = get_settings()
     with _database(serving=True) as db:
@@ -212,7 +214,7 @@ def ask(question: str,
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
-        typer.echo(result.render_text())
+        typer.echo(render_answer(result.to_json()))
     if result.error:
         raise typer.Exit(1)
 

@@ -47,14 +47,18 @@ def ask_remote(server: str, token: str, question: str, dates: dict[str, str], *,
 
 
 def render_answer(data: dict[str, Any]) -> str:
-    """The text form of an answer object (what `policydesk ask` prints without --json)."""
+    """The text form of an answer object (`AskResult.to_json()` or the API's answer): what
+    `policydesk ask` prints without --json, locally or with --server."""
     if data.get("refused"):
         return f"REFUSED: {data.get('refusal_reason')}"
     if data.get("abstained") or data.get("error"):
         return f"NO ANSWER: {data.get('abstain_reason') or data.get('error')}"
+    # The one window formatter; imported here, not at the top, so `--json` loads nothing more.
+    from policydesk.versions.window import Window
+
     lines = [data.get("answer", ""), ""]
     for c in data.get("citations", []):
-        lines.append(f"  [{c['chunk_id']}] {c['title']} - {c['section']} - version {c['version']} - "
-                     f"in force {c['effective_from']} -> {c.get('effective_to') or 'open'}")
+        window = Window.cited(c["effective_from"], c.get("effective_to")).format("ascii")
+        lines.append(f"  [{c['chunk_id']}] {c['title']} - {c['section']} - version {c['version']} - {window}")
     lines += [f"  ! {w['kind']}: {w['message']}" for w in data.get("warnings", [])]
     return "\n".join(lines)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 MIN_DATE = date(1900, 1, 1)
 MAX_DATE = date(2100, 12, 31)
 
 
+_ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+
+
 class DateInputError(ValueError):
     pass
+
+
+def iso_dates_in(text: str, limit: int = 2) -> list[date]:
+    """The first ISO dates written in free text ("between 2025-06-01 and 2026-06-01")."""
+    return [date.fromisoformat(d) for d in _ISO_DATE.findall(text)[:limit]]
 
 
 def parse_input_date(value: str | date | None, label: str) -> date | None:

@@ -19,6 +19,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
+from policydesk.answer import AskRequest
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
 from policydesk.ingest.chunks import sha256_text
 from policydesk.storage import sources
@@ -252,8 +253,6 @@ def date_bases(db, trace: Trace, *, clearance: Clearance | None = None) -> list[
 
 def replay(pipeline, trace: Trace, member_date: date, *, reviewer: str):
     """Re-run the question for member_date with the ORIGINAL role's clearance; its own trace, linked."""
-    from policydesk.pipeline import AskRequest  # the pipeline sits beside this service, not below it
-
     bases = date_bases(pipeline.db, trace)
     result = pipeline.ask(AskRequest(
         user_name=reviewer, question=trace.question, dates={b: member_date for b in bases},

@@ -2,7 +2,8 @@
 
 `TraceCollector` is an instrumentation event handler on the root dispatcher: while a request's
 `TraceDraft` is active (a context variable), it records which chunks retrievers returned and
-the token usage every LLM call reported. The pipeline adds stage timings and the outcome, and
+the token usage every LLM call reported. The pipeline adds stage timings and the outcome;
+`trace_row` maps them (and the price of the request) onto the `traces` columns, and
 `write_trace` stores the row even when the request failed.
 """
 
@@ -27,7 +28,9 @@ from llama_index.core.instrumentation.events.llm import (
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from sqlalchemy import insert
 
+from policydesk.answer import AskRequest, AskResult
 from policydesk.storage.chain import purge_chained
+from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Trace
 
 
@@ -104,6 +107,37 @@ def install_trace_collector() -> None:
     if not _installed:
         get_dispatcher().add_event_handler(TraceCollector())
         _installed = True
+
+
+def cost_usd(tokens_in: int, tokens_out: int, settings) -> float:
+    """Price of one request from the configured per-million-token prices."""
+    return (tokens_in * settings.PRICE_INPUT_PER_MTOK + tokens_out * settings.PRICE_OUTPUT_PER_MTOK) / 1_000_000
+
+
+def request_cost(model: str, tokens_in: int, tokens_out: int, settings) -> float:
+    """What the trace records: the Gemini price, nothing for the offline and computed answers."""
+    if not model.startswith("gemini"):
+        return 0.0
+    return round(cost_usd(tokens_in, tokens_out, settings), 8)
+
+
+def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft,
+              settings) -> dict[str, Any]:
+    """The `traces` row for one request: who, with what clearance, what was said, on what, at what cost."""
+    return dict(
+        id=draft.id, kind=req.kind, replay_of=req.replay_of, user_name=req.user_name[:64],
+        user_role=result.role or "unknown", permitted_levels=list(clearance.levels) if clearance else [],
+        sensitive_cleared=bool(clearance and clearance.sensitive), question=req.question,
+        dates=result.dates, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
+        answer=result.to_json(), answer_text=result.answer,
+        citations=[c.model_dump() for c in result.citations],
+        warnings=[w.model_dump() for w in result.warnings], refused=result.refused,
+        refusal_reason=result.refusal_message, abstained=result.abstained, degraded=result.degraded,
+        status="failed" if result.error else "ok", error=result.error, attempts=draft.row.get("attempts", []),
+        stage_ms=draft.stage_ms, latency_ms=draft.elapsed_ms(), model=result.model,
+        tokens_in=draft.tokens_in, tokens_out=draft.tokens_out,
+        cost_usd=request_cost(result.model, draft.tokens_in, draft.tokens_out, settings),
+    )
 
 
 def write_trace(db, row: dict[str, Any]) -> None:

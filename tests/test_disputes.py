@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from policydesk import disputes
-from policydesk.pipeline import AskRequest
+from policydesk.answer import AskRequest
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.tracing import write_trace
 from policydesk.users import add_user

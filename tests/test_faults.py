@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from policydesk import disputes, metrics
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
 from policydesk.ingest import check_staleness, ingest_directory
-from policydesk.pipeline import AskRequest, build_pipeline
+from policydesk.answer import AskRequest
+from policydesk.pipeline import build_pipeline
 from policydesk.storage.models import Trace
 from policydesk.users import add_user, set_role
 from policydesk.web.app import create_app

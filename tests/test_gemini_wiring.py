@@ -16,8 +16,9 @@ from llama_index.core.schema import NodeWithScore
 from policydesk.config import Settings
 from policydesk.ingest.chunks import make_node
 from policydesk.providers import is_extractive, llm_for
-from policydesk.providers.gemini import RetryingGoogleGenAI, cost_usd, gemini_llm
+from policydesk.providers.gemini import RetryingGoogleGenAI, gemini_llm
 from policydesk.synthesis.synthesizer import TIMEOUT_REASON, CitedAnswerSynthesizer
+from policydesk.tracing import cost_usd
 
 V2_ID = "POL-TF:v2:filing-limit"
 V2_TEXT = "Providers must submit claims within 90 days of the date of service."

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.pipeline import AskRequest, build_pipeline
+from policydesk.answer import AskRequest
+from policydesk.pipeline import build_pipeline
 from policydesk.tracing import purge_traces
 from policydesk.users import add_user, set_role
 from tests.factories import TimeoutLLM

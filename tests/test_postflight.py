@@ -7,7 +7,8 @@ import itertools
 import pytest
 
 from policydesk.synthesis.postflight import ACTION_ORDER, check_draft, combine
-from policydesk.synthesis.schema import Claim, ModelAnswer
+from policydesk.answer import Claim
+from policydesk.synthesis.schema import ModelAnswer
 
 V2_ID = "POL-TF:v2:filing-limit"
 ACTIONS = ("allow", "abstain", "refuse")

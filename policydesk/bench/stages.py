@@ -32,7 +32,8 @@ from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
 
 from policydesk.access import clearance_for
-from policydesk.pipeline import AskPipeline, AskRequest
+from policydesk.answer import AskRequest
+from policydesk.pipeline import AskPipeline
 from policydesk.postprocessors import VersionResolver
 from policydesk.retrievers import HybridRetriever, PermissionScopedRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope

@@ -16,11 +16,10 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore
 
 from policydesk.access import clearance_for
-from policydesk.pipeline import date_notes
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
-from policydesk.synthesis.prompt import render_user_turn
+from policydesk.synthesis.prompt import date_notes, render_user_turn
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from policydesk.access import ROLES
+from policydesk.answer import AskRequest
 from policydesk.evals.baseline import NaiveBaseline
 from policydesk.evals.calibrate import calibrate
 from policydesk.evals.golden import Golden, GoldenItem, check_against_db, load_golden
@@ -63,8 +64,6 @@ def _progress(iterable, total: int, desc: str, enabled: bool):
 
 
 def _full_record(pipeline, item: GoldenItem, role: str, user: str) -> tuple[ItemRecord, Any]:
-    from policydesk.pipeline import AskRequest
-
     result = pipeline.ask(AskRequest(user_name=user, question=item.question, dates=item.date_inputs(), kind="eval"))
     rec = ItemRecord(item_id=item.id, system="full", bucket=item.bucket, role=role, question=item.question,
                      dates=item.dates, expect_refusal=item.expect_refusal)

@@ -20,9 +20,10 @@ from llama_index.core.base.llms.types import CompletionResponse, CompletionRespo
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
+from policydesk.answer import Claim
 from policydesk.detectors import find_claim_decision_language
 from policydesk.synthesis.prompt import unescape_data
-from policydesk.synthesis.schema import Claim, ModelAnswer
+from policydesk.synthesis.schema import ModelAnswer
 
 EXTRACTIVE_MODEL_NAME = "extractive-offline"
 MAX_SENTENCES = 3

@@ -113,13 +113,6 @@ def gemini_llm(
     )
 
 
-def cost_usd(tokens_in: int, tokens_out: int, settings: Settings) -> float:
-    """Price of one request from the configured per-million-token prices."""
-    return (
-        tokens_in * settings.PRICE_INPUT_PER_MTOK + tokens_out * settings.PRICE_OUTPUT_PER_MTOK
-    ) / 1_000_000
-
-
 def gemini_embedding(settings: Settings) -> BaseEmbedding:
     from llama_index.embeddings.google_genai import GoogleGenAIEmbedding
 

@@ -5,14 +5,12 @@ The answerers themselves (Gemini, the offline extractive one) are providers: `po
 
 from policydesk.synthesis.postflight import PostflightVerdict, check_draft, combine
 from policydesk.synthesis.prompt import SYSTEM_PROMPT, build_messages, render_user_turn
-from policydesk.synthesis.schema import Citation, Claim, ModelAnswer
+from policydesk.synthesis.schema import ModelAnswer
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer, SynthesisOutcome
 
 __all__ = [
     "SYSTEM_PROMPT",
-    "Citation",
     "CitedAnswerSynthesizer",
-    "Claim",
     "ModelAnswer",
     "PostflightVerdict",
     "SynthesisOutcome",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.versions.window import Window
+from policydesk.versions import Window, basis_label
 
 SYSTEM_PROMPT = """\
 You are PolicyDesk, an assistant that explains a health plan's written policies to trained \
@@ -75,6 +75,12 @@ def in_force_label(effective_from: str | None, effective_to: str | None) -> str:
         return Window.stored(effective_from, effective_to).format("range")
     except ValueError:
         return f"{effective_from} to {effective_to}"
+
+
+def date_notes(dates: dict[str, object]) -> list[str]:
+    """The notes that tell the model which dates versions were resolved for (basis -> date)."""
+    return [f"The staff member entered a {basis_label(b)} of {d}; versions were resolved for it."
+            for b, d in dates.items() if d]
 
 
 def _attr(value: object) -> str:

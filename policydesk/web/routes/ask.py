@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 
 from policydesk.citations import own_citation
 from policydesk.feedback import REASONS
-from policydesk.pipeline import AskRequest
+from policydesk.answer import AskRequest
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, ScopedSession
 from policydesk.web.templating import render
 from policydesk.versions import BASIS_KEYS, Window
