@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import date
 
+from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
 
 from policydesk import metrics
@@ -18,13 +19,14 @@ from policydesk.answer import AnswerWarning, AskRequest, AskResult, Claim
 from policydesk.citing import citation_from_node
 from policydesk.dates import DateInputError, check_date_order, iso_dates_in, parse_input_date
 from policydesk.ingest.staleness import stale_source_warnings
-from policydesk.postprocessors import ConflictFlagger, VersionResolver
+from policydesk.instrumentation import install_instrumentation
+from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.refusal import screen_question
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
-from policydesk.tracing import TraceDraft, active_trace, install_trace_collector, trace_row, write_trace
+from policydesk.tracing import TraceDraft, active_trace, trace_row, write_trace
 from policydesk.users import get_active_user
 from policydesk.versions import (
     BASIS_KEYS,
@@ -59,7 +61,7 @@ class AskPipeline:
         self.lookup = VersionLookup(db)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
-        install_trace_collector()
+        install_instrumentation()
 
     @property
     def today(self) -> date:
@@ -121,9 +123,13 @@ class AskPipeline:
             return
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
+        # retrieve() opens the span that times the stage and fires the events the trace collects,
+        # including the HybridRetrievalEvent that says whether retrieval ran degraded.
         retriever = HybridRetriever(self.store, self.embed_model, clearance=clearance, top_k=self.settings.TOP_K)
-        with draft.stage("retrieval"):
-            retrieved = retriever.search(req.question)
+        retrieved_nodes = retriever.retrieve(QueryBundle(req.question))
+        retrieved = draft.retrieval
+        if retrieved is None:  # without it, a degraded retrieval would pass silently: fail closed
+            raise RuntimeError("the retrieval summary event was not collected")
         result.degraded = retrieved.degraded
         if retrieved.degraded:
             metrics.DEGRADED_ANSWERS.inc()
@@ -133,18 +139,18 @@ class AskPipeline:
                 "Check the answer against the cited text.")))
 
         # -- step 5: resolve versions, flag conflicts ----------------------------------------
-        resolver = VersionResolver(lookup=self.lookup, clearance=clearance, dates=dates, today=self.today, recent_change_days=self.settings.RECENT_CHANGE_DAYS)
-        flagger = ConflictFlagger()
+        report = ContextReport()
+        resolver = VersionResolver(lookup=self.lookup, clearance=clearance, dates=dates, today=self.today,
+                                   recent_change_days=self.settings.RECENT_CHANGE_DAYS, report=report)
+        flagger = ConflictFlagger(report=report)
         try:
-            with draft.stage("version_resolution"):
-                nodes = resolver.postprocess_nodes(retrieved.nodes)
-                nodes = flagger.postprocess_nodes(nodes)
+            nodes = flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes))
         except NoVersionInForce as exc:
             self._refuse(result, "no_version_in_force", str(exc))
             return
-        result.versions_applied = resolver.report.applied
-        result.warnings += resolver.report.warnings + flagger.warnings
-        result.conflicts = flagger.conflicts
+        result.versions_applied = report.applied
+        result.warnings += report.warnings
+        result.conflicts = report.conflicts
         result.context_ids = [n.node.node_id for n in nodes]
 
         if is_what_changed_question(req.question):
@@ -160,11 +166,11 @@ class AskPipeline:
             self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.",
                           "weak_match")
             return
-        notes = self._notes(dates, resolver, flagger)
-        with draft.stage("synthesis"):
-            outcome = self.synthesizer.synthesize(req.question, nodes, notes)
+        notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
+            w.message for w in report.conflict_warnings]
+        outcome = self.synthesizer.synthesize(req.question, nodes, notes)
         result.model = outcome.model
-        draft.row["attempts"] = outcome.attempts
+        draft.attempts = outcome.attempts
         draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)
         draft.tokens_out = max(draft.tokens_out, outcome.tokens_out)
         if outcome.answer is None:
@@ -219,9 +225,6 @@ class AskPipeline:
             result.warnings = [w for w in result.warnings if w.kind not in ("recent_change", "scheduled_change")]
             return True
         return False
-
-    def _notes(self, dates, resolver, flagger) -> list[str]:
-        return date_notes({b: d.isoformat() for b, d in dates.items()}) + [w.message for w in flagger.warnings]
 
     def _refuse(self, result: AskResult, code: str, message: str) -> None:
         result.refuse(code, message)

@@ -1,10 +1,11 @@
-"""One trace row per request, fed by LlamaIndex instrumentation events and the pipeline's stages.
+"""One trace row per request: the draft a request fills, the row it becomes, and its storage.
 
-`TraceCollector` is an instrumentation event handler on the root dispatcher: while a request's
-`TraceDraft` is active (a context variable), it records which chunks retrievers returned and
-the token usage every LLM call reported. The pipeline adds stage timings and the outcome;
-`trace_row` maps them (and the price of the request) onto the `traces` columns, and
-`write_trace` stores the row even when the request failed.
+While a request's `TraceDraft` is active (a context variable), the LlamaIndex handlers in
+`policydesk.instrumentation` fill it: retrieved chunk ids, the retrieval summary, prompts, LLM
+calls and tokens, and stage timings from spans. The pipeline times the stages that are not
+LlamaIndex components and adds the outcome; `trace_row` maps it all (and the price of the
+request) onto the `traces` columns, and `write_trace` stores the row even when the request
+failed.
 """
 
 from __future__ import annotations
@@ -17,15 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.instrumentation.events.llm import (
-    LLMChatEndEvent,
-    LLMChatStartEvent,
-    LLMCompletionEndEvent,
-)
-from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from sqlalchemy import insert
 
 from policydesk.answer import AskRequest, AskResult
@@ -39,12 +31,14 @@ class TraceDraft:
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     started: float = field(default_factory=time.perf_counter)
     stage_ms: dict[str, float] = field(default_factory=dict)
-    retrieved_ids: list[str] = field(default_factory=list)
+    retrieved_ids: list[str] = field(default_factory=list)  # every retriever's result, arms included
+    retrieval: Any = None  # the HybridRetrievalEvent of this request's retrieval
     llm_calls: int = 0
+    open_chats: int = 0  # chat calls under way (a completion inside one is not another call)
     prompts: list[str] = field(default_factory=list)  # what reached the model, for leak checks
     tokens_in: int = 0
     tokens_out: int = 0
-    row: dict[str, Any] = field(default_factory=dict)
+    attempts: list[dict] = field(default_factory=list)  # the synthesizer's attempts, raw replies and errors
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -70,43 +64,8 @@ def active_trace(draft: TraceDraft) -> Iterator[TraceDraft]:
         _active.reset(token)
 
 
-def _usage(response: Any) -> tuple[int, int]:
-    raw = getattr(response, "raw", None) or {}
-    usage = raw.get("usage_metadata") if isinstance(raw, dict) else getattr(raw, "usage_metadata", None)
-    if usage is None:
-        return 0, 0
-    get = usage.get if isinstance(usage, dict) else lambda k, d=None: getattr(usage, k, d)
-    return int(get("prompt_token_count", 0) or 0), int(get("candidates_token_count", 0) or 0)
-
-
-class TraceCollector(BaseEventHandler):
-    @classmethod
-    def class_name(cls) -> str:
-        return "PolicyDeskTraceCollector"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        draft = _active.get()
-        if draft is None:
-            return
-        if isinstance(event, RetrievalEndEvent):
-            draft.retrieved_ids.extend(n.node.node_id for n in event.nodes)
-        elif isinstance(event, LLMChatStartEvent):
-            draft.prompts.append("\n".join(str(m.content) for m in event.messages))
-        elif isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
-            draft.llm_calls += 1
-            tin, tout = _usage(event.response)
-            draft.tokens_in += tin
-            draft.tokens_out += tout
-
-
-_installed = False
-
-
-def install_trace_collector() -> None:
-    global _installed
-    if not _installed:
-        get_dispatcher().add_event_handler(TraceCollector())
-        _installed = True
+def current_trace() -> TraceDraft | None:
+    return _active.get()
 
 
 def cost_usd(tokens_in: int, tokens_out: int, settings) -> float:
@@ -129,11 +88,15 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
         user_role=result.role or "unknown", permitted_levels=list(clearance.levels) if clearance else [],
         sensitive_cleared=bool(clearance and clearance.sensitive), question=req.question,
         dates=result.dates, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
-        answer=result.to_json(), answer_text=result.answer,
+        # No column of its own (a new column would change every stored row's canonical hash):
+        # what the instrumentation saw rides with the answer it produced.
+        answer=result.to_json() | {"instrumentation": {
+            "retrieved_ids": list(dict.fromkeys(draft.retrieved_ids)), "llm_calls": draft.llm_calls}},
+        answer_text=result.answer,
         citations=[c.model_dump() for c in result.citations],
         warnings=[w.model_dump() for w in result.warnings], refused=result.refused,
         refusal_reason=result.refusal_message, abstained=result.abstained, degraded=result.degraded,
-        status="failed" if result.error else "ok", error=result.error, attempts=draft.row.get("attempts", []),
+        status="failed" if result.error else "ok", error=result.error, attempts=draft.attempts,
         stage_ms=draft.stage_ms, latency_ms=draft.elapsed_ms(), model=result.model,
         tokens_in=draft.tokens_in, tokens_out=draft.tokens_out,
         cost_usd=request_cost(result.model, draft.tokens_in, draft.tokens_out, settings),

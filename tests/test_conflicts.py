@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from policydesk.access import clearance_for
-from policydesk.postprocessors import ConflictFlagger, VersionResolver
+from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.versions import VersionLookup, durations
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 
@@ -26,7 +26,7 @@ def context(db, embed_model, question: str, dates=None):
 
 
 def flagger(db, **kwargs) -> ConflictFlagger:
-    return ConflictFlagger(lookup=VersionLookup(db), clearance=COMPLIANCE, **kwargs)
+    return ConflictFlagger(lookup=VersionLookup(db), clearance=COMPLIANCE, report=ContextReport(), **kwargs)
 
 
 def ids(nodes) -> list[str]:
@@ -47,14 +47,14 @@ def test_stale_claims_desk_page_is_dropped_and_policy_kept(demo_db, embed_model)
     out = f.postprocess_nodes(nodes)
     assert "WIKI-CLAIMS:v1:timely-filing" not in ids(out)
     assert "POL-TF:v2:filing-limit" in ids(out)
-    assert {w.kind for w in f.warnings} == {"conflict"}
-    assert f.warnings[0].message == (
+    assert {w.kind for w in f.report.warnings} == {"conflict"}
+    assert f.report.warnings[0].message == (
         "The wiki page 'Claims Desk Quick Reference' says 180 days, but Timely Filing of Claims "
         "version 2 says 90 days; the policy wins."
     )
     # One entry per (note, policy chunk) pair; the deterministic full-text tie-break (migration
     # 0010) can bring a second TF section stating 90 days into context, so pick the pair by id.
-    conflict = next(c for c in f.conflicts if c["note_source_type"] == "wiki"
+    conflict = next(c for c in f.report.conflicts if c["note_source_type"] == "wiki"
                     and c["policy_chunk_id"] == "POL-TF:v2:filing-limit")
     assert conflict["note_chunk_id"] == "WIKI-CLAIMS:v1:timely-filing"
     assert conflict["note_title"] == "Claims Desk Quick Reference"
@@ -71,7 +71,7 @@ def test_stale_appeals_faq_is_flagged_against_member_appeals(demo_db, embed_mode
     out = f.postprocess_nodes(nodes)
     assert "WIKI-APPEALS:v1:how-long-members-have-to-appeal" not in ids(out)
     assert "POL-APL:v2:appeal-filing-deadline" in ids(out)
-    messages = [w.message for w in f.warnings]
+    messages = [w.message for w in f.report.warnings]
     assert "The wiki page 'Appeals FAQ' says 90 days, but Member Appeals version 2 says 60 days; the policy wins." \
         in messages
     # The FAQ's decision-time section agrees with the policy (30 calendar days, 72 hours): kept.
@@ -89,11 +89,11 @@ def test_call_note_quoting_the_current_value_is_flagged_on_an_older_date(demo_db
                     {"date_of_service": date(2025, 11, 3)})
     cn01 = "CN-01:v1:call-note-cn-01-timely-filing-question-from-a-provider-office"
     assert cn01 in ids(nodes)
-    f = ConflictFlagger()  # context only, as the pipeline runs it
+    f = ConflictFlagger(report=ContextReport())  # context only, as the pipeline runs it
     out = f.postprocess_nodes(nodes)
     assert cn01 not in ids(out) and "POL-TF:v1:filing-limit" in ids(out)
     assert "The call note 'Timely filing question from a provider office' says 90 days, but Timely Filing " \
-        "of Claims version 1 says 180 days; the policy wins." in [w.message for w in f.warnings]
+        "of Claims version 1 says 180 days; the policy wins." in [w.message for w in f.report.warnings]
     # The stale wiki page agrees with version 1 (180 days): it stays.
     assert "WIKI-CLAIMS:v1:timely-filing" in ids(out)
 
@@ -105,7 +105,7 @@ def test_appeals_faq_also_contradicts_version_1(demo_db, embed_model):
     f = flagger(demo_db)
     f.postprocess_nodes(nodes)
     assert any(c["note_chunk_id"] == "WIKI-APPEALS:v1:how-long-members-have-to-appeal"
-               and c["policy_version"] == 1 and c["policy_values"] == ["180 days"] for c in f.conflicts)
+               and c["policy_version"] == 1 and c["policy_values"] == ["180 days"] for c in f.report.conflicts)
 
 
 def test_consistent_prior_authorization_tips_are_not_flagged(demo_db, embed_model):
@@ -114,8 +114,8 @@ def test_consistent_prior_authorization_tips_are_not_flagged(demo_db, embed_mode
     f = flagger(demo_db)
     out = f.postprocess_nodes(nodes)
     assert "WIKI-PA:v1:decision-timeframes" in ids(out)
-    assert not [c for c in f.conflicts if c["note_chunk_id"].startswith("WIKI-PA")]
-    assert not [w for w in f.warnings if "Prior Authorization Tips" in w.message]
+    assert not [c for c in f.report.conflicts if c["note_chunk_id"].startswith("WIKI-PA")]
+    assert not [w for w in f.report.warnings if "Prior Authorization Tips" in w.message]
     assert [n for n in ids(out) if n.startswith("POL-")] == [n for n in ids(nodes) if n.startswith("POL-")]
 
 
@@ -128,7 +128,7 @@ def test_prior_authorization_tips_contradict_the_scheduled_version(demo_db, embe
     f = flagger(demo_db)
     out = f.postprocess_nodes(nodes)
     assert "WIKI-PA:v1:decision-timeframes" not in ids(out)
-    assert any("Prior Authorization Tips' says 14 calendar days" in w.message for w in f.warnings)
+    assert any("Prior Authorization Tips' says 14 calendar days" in w.message for w in f.report.warnings)
 
 
 def test_value_stated_in_another_section_of_the_policy_is_not_a_conflict(demo_db, embed_model):
@@ -141,13 +141,13 @@ def test_value_stated_in_another_section_of_the_policy_is_not_a_conflict(demo_db
 
     nodes = [NodeWithScore(node=filing, score=1.0), NodeWithScore(node=wiki, score=0.5)]
     f = flagger(demo_db)
-    assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.conflicts == []
+    assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.report.conflicts == []
     # Without the lookup (context only), the same pair is still not flagged when the policy's
     # corrected-claims section is in context.
     corrected = lookup.section("POL-TF", 2, "corrected-claims", COMPLIANCE)
     nodes.append(NodeWithScore(node=corrected, score=0.4))
-    f = ConflictFlagger()
-    assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.conflicts == []
+    f = ConflictFlagger(report=ContextReport())
+    assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.report.conflicts == []
 
 
 def test_demote_keeps_the_note_last(demo_db, embed_model):
@@ -155,13 +155,13 @@ def test_demote_keeps_the_note_last(demo_db, embed_model):
     f = flagger(demo_db, action="demote")
     out = f.postprocess_nodes(nodes)
     assert sorted(ids(out)) == sorted(ids(nodes))
-    flagged = [c["note_chunk_id"] for c in f.conflicts]
+    flagged = [c["note_chunk_id"] for c in f.report.conflicts]
     assert "WIKI-CLAIMS:v1:timely-filing" in flagged
     # Flagged notes keep their relative order, after every source that was not flagged.
     assert ids(out)[-len(set(flagged)):] == [i for i in ids(nodes) if i in flagged]
     wiki = next(n for n in out if n.node.node_id == "WIKI-CLAIMS:v1:timely-filing")
     assert wiki.node.metadata["conflicts_with"] == "POL-TF:v2:filing-limit"
-    assert {c["action"] for c in f.conflicts} == {"demote"}
+    assert {c["action"] for c in f.report.conflicts} == {"demote"}
 
 
 def test_note_about_an_unrelated_policy_is_not_compared(demo_db, embed_model):
@@ -171,7 +171,7 @@ def test_note_about_an_unrelated_policy_is_not_compared(demo_db, embed_model):
     lookup = VersionLookup(demo_db)
     tf = lookup.section("POL-TF", 1, "filing-limit", COMPLIANCE)
     faq = _node(demo_db, "WIKI-APPEALS:v1:how-long-members-have-to-appeal")
-    f = ConflictFlagger()
+    f = ConflictFlagger(report=ContextReport())
     nodes = [NodeWithScore(node=tf, score=1.0), NodeWithScore(node=faq, score=0.5)]
     assert ids(f.postprocess_nodes(nodes)) == ids(nodes)
 
@@ -195,7 +195,7 @@ def test_wiki_value_stated_by_another_related_policy_is_not_a_conflict():
                   effective_from="2024-01-01", effective_to="2026-01-01")
     corr = chunk("POL-CORR:v1:resubmission-deadline", "Corrected claims within 150 days of the remittance advice.",
                  title="Corrected Claim Resubmission", section="Resubmission Deadline", effective_from="2024-01-01")
-    flagger = ConflictFlagger()
+    flagger = ConflictFlagger(report=ContextReport())
     kept = flagger.postprocess_nodes([tf_v1, corr, wiki])
-    assert flagger.conflicts == []
+    assert flagger.report.conflicts == []
     assert [n.node.node_id for n in kept] == [tf_v1.node.node_id, corr.node.node_id, wiki.node.node_id]

@@ -16,7 +16,7 @@ import yaml
 from sqlalchemy import event
 
 from policydesk.access import Clearance, clearance_for
-from policydesk.postprocessors import ConflictFlagger, VersionResolver
+from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.versions import NoVersionInForce, VersionLookup, compare_versions, display_window, in_force_on
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
@@ -36,9 +36,10 @@ def retrieve(db, embed_model, question: str, clearance=COMPLIANCE):
 
 
 def resolver(db, clearance=COMPLIANCE, dates=None, **kwargs) -> VersionResolver:
+    # Each resolver writes its findings into its own report, read back as r.report.
     return VersionResolver(
         lookup=VersionLookup(db), clearance=clearance,
-        dates=dates or {}, today=TODAY, **kwargs,
+        dates=dates or {}, today=TODAY, report=ContextReport(), **kwargs,
     )
 
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.answer import AnswerWarning
+from policydesk.postprocessors.report import ContextReport
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import VersionLookup, durations, say
@@ -45,25 +46,17 @@ class ConflictFlagger(BaseNodePostprocessor):
     lookup: VersionLookup | None = Field(default=None, description="Reads the other sections of a policy version.")
     clearance: Clearance | None = Field(default=None, description="What the caller may read, for the lookup.")
 
-    _conflicts: list[dict] = PrivateAttr(default_factory=list)
-    _warnings: list[AnswerWarning] = PrivateAttr(default_factory=list)
+    report: ContextReport | None = Field(
+        default=None, exclude=True, description="Where conflicts and their warnings go; None keeps only node metadata.")
 
     @classmethod
     def class_name(cls) -> str:
         return "ConflictFlagger"
 
-    @property
-    def conflicts(self) -> list[dict]:
-        return self._conflicts
-
-    @property
-    def warnings(self) -> list[AnswerWarning]:
-        return self._warnings
-
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        self._conflicts, self._warnings = [], []
+        report = self.report if self.report is not None else ContextReport()
         policies = [n for n in nodes if n.node.metadata.get("source_type") == "policy"]
         known = self._policy_values(policies)
         flagged: dict[str, dict] = {}
@@ -80,10 +73,10 @@ class ConflictFlagger(BaseNodePostprocessor):
                 conflict = self._compare(note, stated, policy, supported)
                 if conflict is not None:
                     conflict["action"] = self.action
-                    self._conflicts.append(conflict)
+                    report.conflicts.append(conflict)
                     if note.node.node_id not in flagged:
                         flagged[note.node.node_id] = conflict
-                        self._warnings.append(AnswerWarning(kind="conflict", message=conflict["message"]))
+                        report.warnings.append(AnswerWarning(kind="conflict", message=conflict["message"]))
         if not flagged:
             return nodes
         if self.action == "drop":

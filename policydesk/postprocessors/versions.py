@@ -11,18 +11,22 @@ No version in force on the entered date: if that policy is the top-ranked policy
 (the one the question is about), `NoVersionInForce` is raised and the pipeline refuses; it
 never answers from a wiki page or call note instead. A lower-ranked policy that had not taken
 effect yet (a 2025 policy pulled in by a question about a 2024 date of service) did not apply
-on that date, so its chunks are dropped and the reason recorded in `report.dropped`.
+on that date, so its chunks are dropped and the reason recorded in the `ContextReport`.
+
+Findings go into node metadata (`applicable_date`, `date_basis`, `swapped_from`) and into the
+caller's `ContextReport` (`report`); the resolver keeps nothing between calls.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date, timedelta
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.answer import AnswerWarning
+from policydesk.postprocessors.report import ContextReport
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import (
     NoVersionInForce,
@@ -36,21 +40,13 @@ from policydesk.versions import (
 )
 
 
-@dataclass
-class ResolutionReport:
-    applied: list[dict] = field(default_factory=list)
-    warnings: list[AnswerWarning] = field(default_factory=list)
-    swaps: list[tuple[str, str]] = field(default_factory=list)
-    dropped: list[dict] = field(default_factory=list)  # {"chunk_id": ..., "reason": ...}
-
-
 def doc_id_of(node) -> str | None:
     """The document id of a stored chunk (PGVectorStore keeps it as the source relationship)."""
     return node.metadata.get("doc_id") or node.ref_doc_id
 
 
 class VersionResolver(BaseNodePostprocessor):
-    """Swap policy chunks for the version that applied. One instance per request."""
+    """Swap policy chunks for the version that applied (configured for one request: its dates)."""
 
     lookup: VersionLookup = Field(description="Permission-scoped reads of versions and sections.")
     clearance: Clearance = Field(description="What the caller may read; every lookup runs under it.")
@@ -60,20 +56,17 @@ class VersionResolver(BaseNodePostprocessor):
     today: date = Field(description="Injected clock; the version in force today is used without a date.")
     recent_change_days: int = Field(default=365, description="Warn when the in-force version is this recent.")
 
-    _report: ResolutionReport = PrivateAttr(default_factory=ResolutionReport)
+    report: ContextReport | None = Field(
+        default=None, exclude=True, description="Where findings about the request go; None keeps only node metadata.")
 
     @classmethod
     def class_name(cls) -> str:
         return "VersionResolver"
 
-    @property
-    def report(self) -> ResolutionReport:
-        return self._report
-
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        report = self._report = ResolutionReport()
+        report = self.report if self.report is not None else ContextReport()
         policy_ids = [doc_id_of(n.node) for n in nodes if n.node.metadata.get("source_type") == "policy"]
         versions = self.lookup.versions(policy_ids, self.clearance) if policy_ids else {}
         chosen: dict[str, VersionInfo | None] = {}
@@ -93,12 +86,12 @@ class VersionResolver(BaseNodePostprocessor):
                 continue
             seen.add(resolved.node.node_id)
             out.append(resolved)
-        report.applied = [self._applied(v) for v in chosen.values() if v is not None]
+        report.applied.extend(self._applied(v) for v in chosen.values() if v is not None)
         return out
 
     # -- one policy chunk ---------------------------------------------------------------------
 
-    def _resolve(self, item: NodeWithScore, versions, chosen, report: ResolutionReport) -> NodeWithScore | None:
+    def _resolve(self, item: NodeWithScore, versions, chosen, report: ContextReport) -> NodeWithScore | None:
         node = item.node
         doc_id = doc_id_of(node)
         basis = node.metadata.get("date_basis")
@@ -134,13 +127,14 @@ class VersionResolver(BaseNodePostprocessor):
             if "retrieval_degraded" in node.metadata:
                 fetched.metadata["retrieval_degraded"] = node.metadata["retrieval_degraded"]
             report.swaps.append((node.node_id, fetched.node_id))
+            fetched.metadata["swapped_from"] = node.node_id
             item = NodeWithScore(node=fetched, score=item.score)
         item.node.metadata["applicable_date"] = applicable.isoformat() if applicable else None
         item.node.metadata["date_basis"] = basis
         return item
 
     def _choose(self, doc_id, versions: list[VersionInfo], applicable: date | None, basis,
-                report: ResolutionReport) -> VersionInfo | None:
+                report: ContextReport) -> VersionInfo | None:
         if not versions:
             return None
         if applicable is not None:

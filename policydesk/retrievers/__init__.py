@@ -4,12 +4,12 @@ The predicate itself is built in `policydesk.storage.predicate`, the one place f
 """
 
 from policydesk.retrievers.fusion import reciprocal_rank_fusion, deterministic_rerank
-from policydesk.retrievers.hybrid import HybridRetriever, RetrievalResult
+from policydesk.retrievers.hybrid import HybridRetrievalEvent, HybridRetriever, RetrievalResult
 from policydesk.retrievers.scoped import EmbeddingUnavailable, PermissionScopedRetriever
 from policydesk.retrievers.split import split_question
 from policydesk.retrievers.store import chunk_vector_store
 
 __all__ = [
-    "HybridRetriever", "RetrievalResult", "PermissionScopedRetriever", "EmbeddingUnavailable",
+    "HybridRetriever", "HybridRetrievalEvent", "RetrievalResult", "PermissionScopedRetriever", "EmbeddingUnavailable",
     "chunk_vector_store", "reciprocal_rank_fusion", "deterministic_rerank", "split_question",
 ]

@@ -2,6 +2,12 @@
 
 If the query embedding fails, retrieval falls back to the full-text arm (same predicate) and
 the result says `degraded=True`; the answer, page, trace and a counter carry it. Never silent.
+
+Callers use LlamaIndex's public `retrieve()` / `aretrieve()`, so the retrieval span and the
+start/end events fire. What the node list can't carry (degraded with no rows left, the best
+dense similarity the abstain threshold reads) goes out as one `HybridRetrievalEvent` inside
+that span; every node also carries `retrieval_degraded` in its metadata. `search()` returns
+the same facts as a `RetrievalResult`, without instrumentation, for calibration and tests.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.retrievers.fusion import deterministic_rerank, reciprocal_rank_fusion
@@ -21,6 +29,9 @@ from policydesk.retrievers.text import IndexedTextRetriever
 from policydesk.storage.clearance import Clearance
 
 
+dispatcher = get_dispatcher(__name__)
+
+
 @dataclass
 class RetrievalResult:
     nodes: list[NodeWithScore]
@@ -28,6 +39,24 @@ class RetrievalResult:
     degraded_reason: str | None = None
     parts: list[str] = field(default_factory=list)
     best_similarity: float | None = None  # best dense cosine similarity, None when degraded
+
+
+class HybridRetrievalEvent(BaseEvent):
+    """Fired inside the retrieval span: what one hybrid retrieval found besides its nodes."""
+
+    degraded: bool
+    degraded_reason: str | None = None
+    best_similarity: float | None = None
+    parts: list[str] = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HybridRetrievalEvent"
+
+    @classmethod
+    def of(cls, result: RetrievalResult) -> "HybridRetrievalEvent":
+        return cls(degraded=result.degraded, degraded_reason=result.degraded_reason,
+                   best_similarity=result.best_similarity, parts=result.parts)
 
 
 class HybridRetriever(BaseRetriever):
@@ -105,10 +134,14 @@ class HybridRetriever(BaseRetriever):
         return self._fuse(parts, per_part, degraded)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(query_bundle.query_str).nodes
+        result = self.search(query_bundle.query_str)
+        dispatcher.event(HybridRetrievalEvent.of(result))
+        return result.nodes
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return (await self.asearch(query_bundle.query_str)).nodes
+        result = await self.asearch(query_bundle.query_str)
+        dispatcher.event(HybridRetrievalEvent.of(result))
+        return result.nodes
 
 
 def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:

@@ -1,0 +1,123 @@
+"""LlamaIndex instrumentation handlers that fill the active request's `TraceDraft`.
+
+Both sit on the root dispatcher and do nothing outside a request (no active draft):
+
+- `TraceCollector` (events): the chunk ids every retriever returned, the hybrid retrieval's
+  summary (degraded, best dense similarity), what reached the model, LLM calls and tokens.
+- `StageTimer` (spans): stage timings from the spans LlamaIndex already opens around
+  `retrieve()`, the postprocessors and the synthesizer. Steps that are not LlamaIndex
+  components (role, refusal gate, what-changed, trace write) are timed by the pipeline.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMChatStartEvent, LLMCompletionEndEvent
+from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+from llama_index.core.instrumentation.span import SimpleSpan
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+
+from policydesk.retrievers.hybrid import HybridRetrievalEvent
+from policydesk.tracing import current_trace
+
+# "Class.method" of a span (its id without the uuid) -> the trace stage it times.
+SPAN_STAGES = {
+    "HybridRetriever.retrieve": "retrieval",
+    "HybridRetriever.aretrieve": "retrieval",
+    "VersionResolver._postprocess_nodes": "version_resolution",
+    "ConflictFlagger._postprocess_nodes": "version_resolution",
+    "CitedAnswerSynthesizer.synthesize": "synthesis",
+    "CitedAnswerSynthesizer.asynthesize": "synthesis",
+}
+
+
+def _usage(response: Any) -> tuple[int, int]:
+    raw = getattr(response, "raw", None) or {}
+    usage = raw.get("usage_metadata") if isinstance(raw, dict) else getattr(raw, "usage_metadata", None)
+    if usage is None:
+        return 0, 0
+    get = usage.get if isinstance(usage, dict) else lambda k, d=None: getattr(usage, k, d)
+    return int(get("prompt_token_count", 0) or 0), int(get("candidates_token_count", 0) or 0)
+
+
+class TraceCollector(BaseEventHandler):
+    @classmethod
+    def class_name(cls) -> str:
+        return "PolicyDeskTraceCollector"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        draft = current_trace()
+        if draft is None:
+            return
+        if isinstance(event, RetrievalEndEvent):
+            draft.retrieved_ids.extend(n.node.node_id for n in event.nodes)
+        elif isinstance(event, HybridRetrievalEvent):
+            draft.retrieval = event
+        elif isinstance(event, LLMChatStartEvent):
+            draft.prompts.append("\n".join(str(m.content) for m in event.messages))
+            draft.open_chats += 1
+        elif isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
+            if isinstance(event, LLMChatEndEvent):
+                draft.open_chats -= 1
+            # A CustomLLM (the extractive answerer) serves chat() through complete(): the
+            # completion inside a chat is the same model call, counted once.
+            if isinstance(event, LLMChatEndEvent) or draft.open_chats == 0:
+                draft.llm_calls += 1
+            tin, tout = _usage(event.response)
+            draft.tokens_in += tin
+            draft.tokens_out += tout
+
+
+class StageTimer(BaseSpanHandler[SimpleSpan]):
+    """Adds the duration of each mapped span to the active draft's `stage_ms`."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PolicyDeskStageTimer"
+
+    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
+                 **kwargs: Any) -> SimpleSpan | None:
+        stage = SPAN_STAGES.get(id_.rsplit("-", 5)[0])  # span ids end in "-<uuid4>"
+        draft = current_trace()
+        if stage is None or draft is None:
+            return None
+        return SimpleSpan(id_=id_, parent_id=parent_span_id,
+                          metadata={"stage": stage, "draft": draft, "t0": time.perf_counter()})
+
+    def _close(self, id_: str) -> SimpleSpan | None:
+        span = self.open_spans.get(id_)
+        if span is None:
+            return None
+        meta = span.metadata
+        ms = (time.perf_counter() - meta["t0"]) * 1000
+        stages = meta["draft"].stage_ms
+        stages[meta["stage"]] = round(stages.get(meta["stage"], 0.0) + ms, 3)
+        return span
+
+    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                             result: Any | None = None, **kwargs: Any) -> SimpleSpan | None:
+        return self._close(id_)
+
+    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                             err: BaseException | None = None, **kwargs: Any) -> SimpleSpan | None:
+        return self._close(id_)  # a failed stage still took its time
+
+
+_installed = False
+
+
+def install_instrumentation() -> None:
+    """Add both handlers to the root dispatcher, once per process."""
+    global _installed
+    if not _installed:
+        root = get_dispatcher()
+        root.add_event_handler(TraceCollector())
+        root.add_span_handler(StageTimer())
+        _installed = True

@@ -1,0 +1,27 @@
+"""What version resolution and conflict flagging found for one request, beyond the nodes.
+
+The postprocessors keep no per-call state. Findings about a node travel in its metadata
+(`applicable_date`, `date_basis`, `swapped_from`, `conflicts_with`); findings about the
+request (the versions applied, warnings, conflicts, and why chunks were dropped, which no
+surviving node can carry) go into the one `ContextReport` the caller hands to both
+postprocessors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from policydesk.answer import AnswerWarning
+
+
+@dataclass
+class ContextReport:
+    applied: list[dict] = field(default_factory=list)  # one record per policy version applied
+    warnings: list[AnswerWarning] = field(default_factory=list)  # resolver's first, then conflicts
+    swaps: list[tuple[str, str]] = field(default_factory=list)  # (retrieved chunk id, applied chunk id)
+    dropped: list[dict] = field(default_factory=list)  # {"chunk_id": ..., "reason": ...}
+    conflicts: list[dict] = field(default_factory=list)
+
+    @property
+    def conflict_warnings(self) -> list[AnswerWarning]:
+        return [w for w in self.warnings if w.kind == "conflict"]
