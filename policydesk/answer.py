@@ -2,7 +2,7 @@
 
 Imported by the pipeline, postprocessors, synthesis, web, CLI, disputes and evals; it imports
 nothing from policydesk, so every layer can depend on it without depending on each other.
-`AskResult.to_json` is the `ask --json` contract of DESIGN.md.
+`AskResult.to_json` is the `ask --json` contract of docs/design.md.
 """
 
 from __future__ import annotations

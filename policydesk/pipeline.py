@@ -1,4 +1,4 @@
-"""The ask pipeline: the seven steps of DESIGN.md, in order, in one place.
+"""The ask pipeline: the seven steps of docs/design.md, in order, in one place.
 
 CLI, web, disputes replay and the eval harness all call `AskPipeline.ask`; nothing is
 re-implemented elsewhere. The order is the design: nothing the caller is not cleared for is

@@ -49,3 +49,18 @@ def test_type_checking_imports_and_package_reexports_are_not_circles(tmp_path, c
     })
     assert import_graph.main(["import_graph.py", str(pkg)]) == 0
     assert "no import cycles" in capsys.readouterr().out
+
+
+def test_policydesk_itself_has_no_import_cycle(capsys):
+    # Issue 13: keep the package free of circles (lazy imports included) as it grows.
+    assert import_graph.main(["import_graph.py", str(ROOT / "policydesk")]) == 0, capsys.readouterr().out
+
+
+def test_lower_layers_never_import_web_cli_or_the_pipeline():
+    # Issue 13: no back-edge from a lower layer to the layers built on it.
+    _, edges = import_graph.build_graph(ROOT / "policydesk")
+    lower = ("policydesk.storage", "policydesk.retrievers", "policydesk.postprocessors", "policydesk.versions",
+             "policydesk.detectors", "policydesk.synthesis", "policydesk.providers")
+    upper = ("policydesk.web", "policydesk.cli", "policydesk.commands", "policydesk.pipeline", "policydesk.evals")
+    back = [e for e in edges if e.source.startswith(lower) and e.target.startswith(upper)]
+    assert back == []

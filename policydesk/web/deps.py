@@ -4,7 +4,7 @@ session already scoped to the caller's clearance.
 The session cookie holds the user name, the CSRF token, when the session began and was last
 used, and a fingerprint of the password hash; never the role. The role is re-read from the
 database on every request, so a role change applies on the next request, not the next sign-in
-(DESIGN.md, step 1). The same read ends the session of a user who was disabled, deleted or
+(docs/design.md, step 1). The same read ends the session of a user who was disabled, deleted or
 given a new password since signing in, and the timestamps end idle and over-long sessions
 (OWASP ASVS 4.0, 3.3.2 and 3.3.3).
 """
