@@ -81,6 +81,16 @@ class Settings(BaseSettings):
     HNSW_EF_SEARCH: int = 100
     HNSW_MAX_SCAN_TUPLES: int = 40000
     MAX_QUESTION_CHARS: int = 1000
+    # The plan's own member, subscriber and claim number formats (regular expressions, matched
+    # case-insensitively as whole tokens). The refusal gate, the redaction layer, the ingester and
+    # the post-flight check flag them anywhere, with no cue word needed; generic identifier
+    # detectors (SSN, e-mail, phone, DOB, cued numbers, names) run whatever this list holds.
+    # Defaults: the demo plan's formats (docs/refusal.md). Set as JSON in POLICYDESK_PLAN_ID_PATTERNS.
+    PLAN_ID_PATTERNS: list[str] = Field(default_factory=lambda: [
+        r"CVM[-\s]?(?:\d[-\s]?){7}\d",
+        r"CVS[-\s]?(?:\d[-\s]?){7}\d",
+        r"CLM[-\s]?(?:\d[-\s]?){8}\d",
+    ])
     # Abstain when the best dense cosine similarity is below this. Calibrated on the golden set
     # (evals/README.md): answerable items score >= 0.610, out-of-scope 0.030-0.126; 0.35 is the
     # midpoint of that gap rounded down to 0.05.

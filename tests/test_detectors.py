@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 
 from policydesk.detectors import find_claim_decision_language, find_member_identifiers
+from policydesk.detectors.identifiers import find_identifier_spans
+from policydesk.detectors.redact import redact
 
 
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("member CVM12345678", "member_id"),
-        ("subscriber CVS-12345678", "subscriber_id"),
-        ("CLM123456789", "claim_number"),
+        ("member CVM12345678", "plan_id"),
+        ("subscriber CVS-12345678", "plan_id"),
+        ("CLM123456789", "plan_id"),
         ("claim number 123456789", "claim_number"),
         ("SSN 123-45-6789", "ssn"),
         ("ssn ending in 6789", "ssn"),
@@ -56,3 +58,64 @@ def test_find_claim_decision_language_rule_statements_are_clean():
         "within 60 days of the denial notice. The plan pays secondary claims after the primary."
     )
     assert find_claim_decision_language(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("SSN 512 44 9087 on file", "ssn"),
+        ("social is 512.44.9087", "ssn"),
+        ("write to them at kim.lee77@example.org", "email"),
+        ("member cell 503-555-0147", "phone_number"),
+        ("Jane Roe (02/03/1961) called", "date_of_birth"),
+        ("caller Tom Becker asked", "person_name"),
+        ("Maria Lopez is on the line", "person_name"),
+        ("subscriber # HX-4471-920", "member_id"),
+        ("case number CS-2025-118842", "member_id"),
+        ("MRN 00482913", "member_id"),
+        ("claim ref 7F3K99201A", "claim_number"),
+    ],
+)
+def test_find_identifier_spans_generic_kinds(text, kind):
+    assert kind in [f.kind for f in find_identifier_spans(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is 866-555-0199 still the provider line?",
+        "Provider services said to call 503-555-0100 for the UM line.",
+        "Is policy MP-2024-017 the current telehealth policy?",
+        "CPT 97110 and HCPCS E0601 on a claim with reason CO-29",
+        "Send appeals to appeals@plan.example.",
+        "Dr. Patel's office asks about the Member Cost Sharing section.",
+        "Claims received on 20260115 for a date of service of 11/03/2025.",
+    ],
+)
+def test_find_identifier_spans_policy_questions_pass(text):
+    assert find_identifier_spans(text) == []
+
+
+def test_plan_id_patterns_are_a_setting():
+    # A plan's own format is flagged with no cue word only when the setting lists it.
+    assert find_identifier_spans("ZQ482-KT asked", plan_patterns=[]) == []
+    assert [f.kind for f in find_identifier_spans("ZQ482-KT asked", plan_patterns=[r"ZQ\d{3}-[A-Z]{2}"])] == ["plan_id"]
+
+
+def test_redact_replaces_identifiers_and_names_the_detectors():
+    r = redact("Member ID is 4471-2290-13 and her email is a.b@example.com; appeal window?")
+    assert "4471" not in r.text and "a.b@example.com" not in r.text
+    assert r.text == "Member ID is [ID] and her email is [EMAIL]; appeal window?"
+    assert "email" in r.kinds and "member_id" in r.kinds
+
+
+def test_redact_removes_uncued_identifier_shapes_the_gate_lets_through():
+    # No cue word, so the gate does not refuse; redaction still removes it (issue 15, layer 2).
+    question = "what's the appeal window for 7QX-4410-882B?"
+    assert find_identifier_spans(question) == []
+    assert redact(question).text == "what's the appeal window for [ID]?"
+
+
+def test_redact_keeps_what_a_policy_question_needs():
+    question = "Does policy MP-2024-017 cover CPT 97110 on 2025-11-03? Call 1-888-555-0175."
+    assert redact(question).text == question

@@ -1,75 +1,144 @@
-"""Member identifiers in free text: IDs, claim numbers, SSNs, phone numbers, dates of birth.
+"""Member identifiers in free text, as spans: IDs, claim and case numbers, SSNs, e-mail
+addresses, phone numbers, dates of birth, and a person's name next to a member cue.
 
-Pure text detection, shared by the refusal gate (questions), the ingester (PHI in
-call notes and wiki pages) and the post-flight check (drafted answers).
+Pure text detection, shared by the refusal gate (questions), the redaction layer, the
+ingester (PHI in call notes and wiki pages) and the post-flight check (drafted answers).
 
-Borderline decisions (pinned in tests/data/refusal_cases.yaml):
-- Toll-free numbers (800, 833, 844, 855, 866, 877, 888) are plan or provider
-  service lines, not member phone numbers, and are not flagged.
-- Any run of 8+ digits near the words claim / reference / member / subscriber
-  is treated as an identifier, except an 8-digit run that is a valid YYYYMMDD
-  date ("claims filed between 20250101 and 20251231"). A 10-digit number
-  labelled NPI is a public provider identifier and is not flagged.
-- A date of birth is flagged only when it is a full date next to DOB words;
-  "born on or after 2000-01-01" (an eligibility rule) passes.
+Generic detectors, in the style of Presidio's pattern recognizers (a shape, context words that
+must be near it, and a validator that rejects look-alikes), plus the plan's own ID formats,
+which are a setting (`POLICYDESK_PLAN_ID_PATTERNS`, see `policydesk.config`), not code. Presidio
+itself is not used: its analyzer needs a spaCy pipeline (the default one is downloaded at run
+time), and the spaCy models on PyPI are third-party re-uploads; see docs/refusal.md.
+
+Borderline decisions (labelled in tests/data/refusal/ and tests/data/refusal_cases.yaml):
+- A phone number is a member's unless it is toll-free or attributed to a provider, plan line,
+  fax or office with no member cue near it ("is 866-555-0199 still the provider line?" passes).
+- A number is an identifier when an identifier cue (member, subscriber, ID, #, claim, case,
+  MRN, auth, reference, account, Medicaid, ...) stands just before it and it has the shape of
+  one: 6+ digits, or 4+ digits with letters or separators. Dates, compact YYYYMMDD dates, code
+  shapes (CPT 99213, HCPCS E0601, ICD-10 F32.9, CO-29) and money are not identifiers. "policy"
+  is not a cue: a policy number ("policy MP-2024-017") names a document, not a person.
+- A bare run of 9+ digits is an identifier anywhere, except a compact date or a labelled NPI.
+- A date of birth is a full date next to DOB words; "born on or after 2000-01-01" (an
+  eligibility rule) passes. A date right after a person's name ("John Smith (03/04/1975)") counts.
+- A capitalized name counts only next to a member cue ("member Janet Price", "Caller: Greg
+  Ostrowski", "Linda Park (member)", "I have Maria Gonzalez on the line"); a provider's name
+  ("Dr. Patel's office") passes.
+- E-mail addresses are identifiers, except role mailboxes (appeals@, claims@, ...).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 _I = re.IGNORECASE
 
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    start: int
+    end: int
+
+
+# ---------------------------------------------------------------------- shapes
+
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _DATE = (
-    r"(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})"
-    r"|\d{4}-\d{1,2}-\d{1,2}"
+    r"(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})(?!\d)"
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+\d{{4}})"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}})"
 )
-_DOB_WORDS = r"(?:d\.?o\.?b\b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?)"
-# Case-sensitive on purpose: a capitalized "First Last" (optional middle initial).
-_NAME = r"\b[A-Z][a-z]+(?:\s+[A-Z]\.?)?\s+[A-Z][a-z'-]+\b"
-_TOLL_FREE = {"800", "833", "844", "855", "866", "877", "888"}
+_DATE_RE = re.compile(_DATE, _I)
+_DOB_WORDS = (r"(?:d\.?o\.?b\b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?"
+              r"|birthdate)")
+_DOB_WORD_RE = re.compile(rf"\b{_DOB_WORDS}", _I)
+# "born on or after 2000-01-01" states an eligibility rule, not someone's birth date.
+_DOB_GAP_RULE = re.compile(
+    r"[.?!]\s|\b(?:or|and|before|after|prior|since|until|between|earlier|later|than|from|to)\b", _I
+)
 
-_MEMBER_ID = re.compile(r"\bCVM[-\s]?\d{8}(?!\d)", _I)
-_SUBSCRIBER_ID = re.compile(r"\bCVS[-\s]?\d{8}(?!\d)", _I)
-_CLAIM_ID = re.compile(r"\bCLM[-\s]?\d{9}(?!\d)", _I)
-_LONG_NUMBER = re.compile(r"(?<![\w-])#?\d{8,}(?![\w-])")
-_CLAIM_CONTEXT = re.compile(r"\b(?:claims?|ref(?:erence)?|icn|dcn)\b", _I)
-_MEMBER_CONTEXT = re.compile(r"\b(?:member|subscriber|patient|account|policy\s*holder)\b", _I)
-_SSN_DASHED = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
-_SSN_CONTEXT = re.compile(
-    r"\b(?:ssn\b|ss#|social\s+security\b(?:\s+(?:number|no\.?|#))?)[^.?!\d]{0,25}"
-    r"(?:\d{3}[\s.-]?\d{2}[\s.-]?\d{4}|(?:ending|last\s+(?:4|four))[^.?!\d]{0,12}\d{4})(?!\d)",
-    _I,
-)
+_TOLL_FREE = {"800", "833", "844", "855", "866", "877", "888"}
 _PHONE = re.compile(
     r"(?<![\w-])(?:\+?1[\s.-]?)?(?:\((?P<a1>\d{3})\)\s?|(?P<a2>\d{3})[\s.-]?)"
     r"\d{3}[\s.-]?\d{4}(?![\w-])"
 )
-_DOB_WORD_RE = re.compile(rf"\b{_DOB_WORDS}", _I)
-_DATE_RE = re.compile(_DATE, _I)
-# "born on or after 2000-01-01" states an eligibility rule, not someone's birth date.
-_DOB_GAP_RULE = re.compile(
-    r"[.?!]|\b(?:or|and|before|after|prior|since|until|between|earlier|later|than|from|to)\b", _I
+_PROVIDER_LINE = re.compile(
+    r"\b(?:provider|providers|office|clinic|hospital|pharmacy|fax|line|hotline|department|dept|"
+    r"desk|queue|services|um|team|plan|vendor|number\s+for)\b", _I)
+_MEMBER_NEAR = re.compile(
+    r"\b(?:member|member's|members|subscriber|patient|pt|caller|enrollee|dependent|her|his|him|she|"
+    r"he|their|wife|husband|mother|father|son|daughter|cell|mobile|home|personal|called\s+from|"
+    r"call(?:ed)?\s+(?:the\s+member\s+)?back|callback|reach(?:ed)?)\b", _I)
+
+_SSN_SHAPE = re.compile(r"(?<![\w-])\d{3}([-\s.])\d{2}\1\d{4}(?![\w-])")
+_SSN_CUE = re.compile(
+    r"\b(?:ssn|ss#|ss\s+number|social(?:\s+security)?(?:\s+(?:number|no\.?|#))?)\b[^.?!\d]{0,25}"
+    r"(?P<n>\d{3}[\s.-]?\d{2}[\s.-]?\d{4}(?!\d)|(?:(?:ending|ends)(?:\s+in)?|last\s+(?:4|four)(?:\s+digits)?)"
+    r"[^.?!\d]{0,12}\d{4}(?!\d))", _I)
+_SSN_LAST4_FIRST = re.compile(
+    r"\blast\s+(?:4|four)(?:\s+digits)?\s+of\s+(?:the\s+|her\s+|his\s+|their\s+)?(?:ssn|social)\b"
+    r"[^.?!\d]{0,12}\d{4}(?!\d)", _I)
+
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+", _I)
+_EMAIL_SPOKEN = re.compile(
+    r"\b[\w.+-]+\s+(?:at|\[at\]|\(at\))\s+[\w-]+\s+(?:dot|\[dot\]|\(dot\))\s+(?:com|net|org|edu|gov|us|io)\b", _I)
+_ROLE_MAILBOX = re.compile(
+    r"^(?:appeals?|claims?|providers?|support|info|help|contact|no-?reply|admin|um|grievances?|"
+    r"credentialing|compliance|billing|fax|intake|services?|customer\.?service|pharmacy|auth\w*)@", _I)
+
+_ID_CUE = (
+    r"(?:member(?:'s)?|mbr|subscriber(?:'s)?|patient(?:'s)?|pt|enrollee|dependent|claim|clm|mrn|"
+    r"medical\s+record|case|ticket|auth(?:orization)?|reference|ref|acct|account|medicaid|medicare|"
+    r"beneficiary|hicn|mbi|id|identifier|group|grp|card|policy\s*holder|(?:member|subscriber)'?s?\s+policy)"
 )
-_NAME_DATE_DOB = re.compile(rf"{_NAME}[\s,:(]+(?i:{_DATE})[\s,)]*(?i:{_DOB_WORDS})")
-
-
-def _has_date_of_birth(text: str) -> bool:
-    for m in _DOB_WORD_RE.finditer(text):
-        found = _DATE_RE.search(text, m.end(), m.end() + 60)
-        if found and found.start() - m.end() <= 40 and not _DOB_GAP_RULE.search(
-            text, m.end(), found.start()
-        ):
-            return True
-    return bool(_NAME_DATE_DOB.search(text))
-
-
-# An NPI is a public provider identifier, not member PHI.
+# the cue, then at most a few filler words ("number", "no.", "#", "is", "says", ":"), then the token
+_FILLER = r"(?:[\s:#=(.,-]+|\s+(?:number|num|no\.?|id|ids|#|is|was|says|of|reads|ref|card)\b)*"
+_TOKEN = r"(?P<tok>(?=[A-Za-z0-9./-]*\d)[A-Za-z0-9]+(?:(?:[-./]|\s(?=[A-Za-z]*\d))[A-Za-z0-9]+){0,5})"
+_CUED_ID = re.compile(rf"\b{_ID_CUE}\b(?:{_FILLER})\s*{_TOKEN}(?![\w-])", _I)
+_BARE_DIGITS = re.compile(r"(?<![\w-])#?\d{9,}(?![\w-])")
+_CODE_SHAPE = re.compile(
+    r"^(?:\d{5}|[A-Z]\d{4}|\d{4}[A-Z]|[A-Z]\d{2}(?:\.\w{1,4})?|[A-Z]{2}-?\d{1,3}|\d{1,4})$", _I)
 _NPI_LABEL = re.compile(r"\bNPI\b[\s:#]*$", _I)
+
+# Case-sensitive on purpose: capitalized "First Last", optional middle initial, or a title.
+_NAME = (r"(?:(?:Mr|Mrs|Ms|Miss|Mx)\.?\s+[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)?"
+         r"|[A-Z][a-z'-]+(?:\s+[A-Z]\.?)?\s+(?:O'|Mc|Mac)?[A-Z][a-z'-]+)")
+_PERSON_CUE = r"(?:member|caller|patient|pt|subscriber|dependent|enrollee|beneficiary|insured|policyholder)"
+_NAME_AFTER_CUE = re.compile(
+    rf"\b(?i:{_PERSON_CUE})(?:\s+(?i:name)\s+(?i:is)|\s*(?i:'s\s+name\s+is))?[\s:,(]+(?P<name>{_NAME})\b")
+_NAME_BEFORE_CUE = re.compile(
+    rf"(?P<name>{_NAME})\s*(?:\(\s*(?i:the\s+)?(?i:{_PERSON_CUE})\s*\)|,\s*(?i:the|our|a)\s+(?i:{_PERSON_CUE})\b"
+    rf"|\s+(?i:is\s+)?(?i:on\s+(?:the\s+line|hold|the\s+phone)))")
+_NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?P<date>(?i:{_DATE}))")
+_NAME_THEN_DOB = re.compile(rf"(?P<name>{_NAME})\s*[,(]?\s*(?i:{_DOB_WORDS})")
+_NOT_NAME_WORDS = frozenset("""
+    services service operations appeals appeal health plan care cascade valley medicare medicaid
+    advantage prior authorization behavioral customer provider providers member members id card
+    replacement interpreter network claims claim policy policies desk quick reference escalation
+    unit office compliance quality audit dispute review special investigations fraud referral rate
+    rates schedules schedule contract coordination benefits benefit emergency admission notification
+    timely filing durable medical equipment pharmacy formulary exceptions telehealth minimum
+    necessary disclosure corrected resubmission out-of-network referrals credentialing management
+    supervisor case the a an and or of for to what how when where which who why can could does do
+    is are will would should please thanks hi hello hey question questions call calls caller
+    patient subscriber dependent name first last new old my our your his her their this that
+    cost sharing share coverage covered visit visits services status
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december cvm cvs clm dos dob ssn mrn npi er pt pcp
+""".split())
+
+
+def _plain_name(name: str) -> bool:
+    words = [w.strip(".'").lower() for w in name.split()]
+    if words and words[0] in {"mr", "mrs", "ms", "miss", "mx"}:
+        return len(words) > 1 and words[1] not in _NOT_NAME_WORDS
+    return not any(w in _NOT_NAME_WORDS for w in words)
 
 
 def _is_compact_date(digits: str) -> bool:
@@ -83,45 +152,104 @@ def _is_compact_date(digits: str) -> bool:
     return 1900 <= int(digits[:4]) <= 2099
 
 
-def _identifier_numbers(text: str) -> list[re.Match[str]]:
-    return [
-        m for m in _LONG_NUMBER.finditer(text)
-        if not _is_compact_date(m.group(0).lstrip("#"))
-        and not _NPI_LABEL.search(text, max(0, m.start() - 12), m.start())
-    ]
+def is_date_token(token: str) -> bool:
+    return bool(_DATE_RE.fullmatch(token)) or _is_compact_date(token)
 
 
-def _is_member_phone(text: str, m: re.Match[str]) -> bool:
-    if (m.group("a1") or m.group("a2")) in _TOLL_FREE:
+def id_shaped(token: str, *, min_plain_digits: int = 6) -> bool:
+    """An identifier's shape: 6+ digits, or 4+ digits with letters or separators; never a date,
+    a code (CPT, HCPCS, ICD-10, reason codes) or a year."""
+    digits = sum(c.isdigit() for c in token)
+    if is_date_token(token) or _CODE_SHAPE.fullmatch(token):
         return False
-    return not _NPI_LABEL.search(text, max(0, m.start() - 12), m.start())
+    if token.isdigit():
+        return digits >= min_plain_digits
+    return digits >= 4 or (digits >= 3 and len(token) >= 8 and sum(c.isalpha() for c in token) >= 2)
 
 
-def _near(text: str, start: int, end: int, pattern: re.Pattern[str], width: int = 40) -> bool:
-    return bool(pattern.search(text[max(0, start - width):end + width]))
+@lru_cache(maxsize=32)
+def _plan_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(rf"(?<![\w-])(?:{p})(?![\w-])", _I) for p in patterns)
 
 
-def find_member_identifiers(text: str) -> list[str]:
-    """Kinds of member identifier found in text, in a fixed order, no repeats.
+def _default_plan_patterns() -> tuple[str, ...]:
+    from policydesk.config import get_settings
 
-    Shared with the ingester and the post-flight check to keep PHI out.
-    """
-    kinds: list[str] = []
-    if _MEMBER_ID.search(text):
-        kinds.append("member_id")
-    if _SUBSCRIBER_ID.search(text):
-        kinds.append("subscriber_id")
-    numbers = _identifier_numbers(text)
-    if _CLAIM_ID.search(text) or any(_near(text, m.start(), m.end(), _CLAIM_CONTEXT) for m in numbers):
-        kinds.append("claim_number")
-    if "member_id" not in kinds and any(
-        _near(text, m.start(), m.end(), _MEMBER_CONTEXT) for m in numbers
-    ):
-        kinds.append("member_id")
-    if _SSN_DASHED.search(text) or _SSN_CONTEXT.search(text):
-        kinds.append("ssn")
-    if any(_is_member_phone(text, m) for m in _PHONE.finditer(text)):
-        kinds.append("phone_number")
-    if _has_date_of_birth(text):
-        kinds.append("date_of_birth")
-    return kinds
+    return tuple(get_settings().PLAN_ID_PATTERNS)
+
+
+# ---------------------------------------------------------------------- detectors
+
+def _phones(text: str) -> list[Finding]:
+    out = []
+    for m in _PHONE.finditer(text):
+        if (m.group("a1") or m.group("a2")) in _TOLL_FREE:
+            continue
+        if _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
+            continue
+        window = text[max(0, m.start() - 45):m.end() + 45]
+        if _PROVIDER_LINE.search(window) and not _MEMBER_NEAR.search(window):
+            continue
+        out.append(Finding("phone_number", m.start(), m.end()))
+    return out
+
+
+def _dates_of_birth(text: str) -> list[Finding]:
+    out = []
+    for m in _DOB_WORD_RE.finditer(text):
+        found = _DATE_RE.search(text, m.end(), m.end() + 60)
+        if found and found.start() - m.end() <= 40 and not _DOB_GAP_RULE.search(text, m.end(), found.start()):
+            out.append(Finding("date_of_birth", found.start(), found.end()))
+        # "pt DOB" right after the date: "04/01/1985 date of birth"
+        before = list(_DATE_RE.finditer(text, max(0, m.start() - 30), m.start()))
+        if before and not _DOB_GAP_RULE.search(text, before[-1].end(), m.start()):
+            out.append(Finding("date_of_birth", before[-1].start(), before[-1].end()))
+    for m in _NAME_THEN_DATE.finditer(text):
+        if _plain_name(m.group("name")):
+            out.append(Finding("date_of_birth", m.start("date"), m.end("date")))
+    return out
+
+
+def _cued_numbers(text: str) -> list[Finding]:
+    out = []
+    for m in _CUED_ID.finditer(text):
+        token = m.group("tok").rstrip(".-/")
+        if id_shaped(token) and not _NPI_LABEL.search(text, max(0, m.start("tok") - 12), m.start("tok")):
+            cue = m.group(0)[: m.start("tok") - m.start()].lower()
+            kind = "claim_number" if re.search(r"\b(?:claim|clm)\b", cue) else "member_id"
+            out.append(Finding(kind, m.start("tok"), m.start("tok") + len(token)))
+    for m in _BARE_DIGITS.finditer(text):
+        digits = m.group(0).lstrip("#")
+        if not _is_compact_date(digits) and not _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
+            out.append(Finding("member_id", m.start(), m.end()))
+    return out
+
+
+def _names(text: str) -> list[Finding]:
+    out = []
+    for pattern in (_NAME_AFTER_CUE, _NAME_BEFORE_CUE, _NAME_THEN_DOB):
+        for m in pattern.finditer(text):
+            if _plain_name(m.group("name")):
+                out.append(Finding("person_name", m.start("name"), m.end("name")))
+    return out
+
+
+def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None) -> list[Finding]:
+    """Every identifier span found, in text order (spans may overlap)."""
+    patterns = tuple(plan_patterns) if plan_patterns is not None else _default_plan_patterns()
+    found: list[Finding] = []
+    for regex in _plan_regexes(patterns):
+        found += [Finding("plan_id", m.start(), m.end()) for m in regex.finditer(text)]
+    found += [Finding("ssn", m.start(), m.end()) for m in _SSN_SHAPE.finditer(text)]
+    found += [Finding("ssn", m.start("n"), m.end("n")) for m in _SSN_CUE.finditer(text)]
+    found += [Finding("ssn", m.start(), m.end()) for m in _SSN_LAST4_FIRST.finditer(text)]
+    found += [Finding("email", m.start(), m.end()) for m in _EMAIL.finditer(text)
+              if not _ROLE_MAILBOX.match(m.group(0))]
+    found += [Finding("email", m.start(), m.end()) for m in _EMAIL_SPOKEN.finditer(text)]
+    found += _phones(text) + _dates_of_birth(text) + _cued_numbers(text) + _names(text)
+    return sorted(found, key=lambda f: (f.start, -f.end))
+
+
+def find_member_identifiers(text: str, plan_patterns: Sequence[str] | None = None) -> list[str]:
+    """Kinds of member identifier found in text, in first-seen order, no repeats."""
+    return list(dict.fromkeys(f.kind for f in find_identifier_spans(text, plan_patterns)))
