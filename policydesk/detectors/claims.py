@@ -38,6 +38,14 @@ _CLAIM_OBJECT = (
     r"(?:(?:the|your|{d})\s+(?:[\w'-]+\s+){{0,2}}?(?:claims?|denial|payment)\b"
     r"|claim\b|it\b|them\b)"
 ).format(d=_DEICTIC)
+# A request addressed to PolicyDesk with a definite object of any kind ("could you waive the
+# copay", "approve her for the specialty drug"): issue 15 found the claim-only objects missed
+# most requests written outside the project.
+_BROAD_VERB = (
+    r"(?:approve|deny|pay|price|re-?price|adjudicate|override|overturn|reverse|void|waive|release|"
+    r"authori[sz]e|grant|uphold|reopen|reprocess|backdate|refund|reimburse|credit|expedite|lift)"
+)
+_ANY_DEFINITE = r"(?:the|this|that|these|those|her|him|his|their|them|my|our|it)\b"
 _DECISION = (
     r"(?:approved|denied|paid|priced|re-?priced|adjudicated|overturned|overridden|"
     r"reprocessed|reversed|voided|payable)"
@@ -45,6 +53,8 @@ _DECISION = (
 _CLAIM_ACTION_PATTERNS = tuple(re.compile(p, _I) for p in (
     # "approve this claim", "can you deny the claim", "please pay claim", "override the denial"
     rf"{_REQUEST}(?:please\s+)?{_ACT_VERB}\s+{_CLAIM_OBJECT}",
+    # "could you waive the copay", "please approve her for the drug", "go ahead and release the hold"
+    rf"{_REQUEST}(?:please\s+)?(?:go\s+in\s+and\s+)?{_BROAD_VERB}\s+{_ANY_DEFINITE}",
     # "mark the claim as paid"
     rf"\bmark\s+(?:the|{_DEICTIC})?\s*claims?\s+(?:as\s+)?{_DECISION}\b",
     # "get this claim approved", "I need my claim paid"
@@ -85,6 +95,19 @@ def find_claim_decision_language(text: str) -> list[str]:
                 found.append(phrase)
     return found
 
+
+
+_ACTION_WORD = re.compile(
+    r"\b(?:approv\w*|apporve|den(?:y|ied|ial)|pa(?:y|id|yment|yout)|pric\w*|adjudicat\w*|override|"
+    r"overturn|revers\w*|void|waive|release|authori[sz]\w*|grant|uphold|cancel|reopen|reprocess\w*|"
+    r"re-?run|process|extend|backdate|issue|refund|reimburse|credit|adjust\w*|write|mark|set|flip|bump|"
+    r"lift|accept|expedite|submit|send|put|push|close|zero|change|add|retro-?\w+|decide|make|give|get|"
+    r"exception|cover)\b", _I)
+
+
+def mentions_action(question: str) -> bool:
+    """Any verb a claim action could be asked with: a necessary condition for the learned detector."""
+    return bool(_ACTION_WORD.search(question))
 
 
 def is_claim_action(question: str) -> bool:

@@ -42,8 +42,26 @@ _OFF_TOPIC = tuple(re.compile(p, _I) for p in (
 ))
 
 
+# Clinical advice (a dose, a diagnosis, what to take) is out of scope even when it names a member;
+# a coverage question about a drug or a diagnosis is not.
+_CLINICAL_ADVICE = re.compile(
+    r"\b(?:what|which)\s+(?:[\w-]+\s+){0,3}(?:dose|dosage|medication|medicine|antibiotic|drug)\s+should\b"
+    r"|\bshould\s+(?:i|he|she|they|the\s+member|the\s+patient)\s+take\b"
+    r"|\bwhat'?s\s+wrong\s+with\b|\bdiagnos(?:e|is)\b|\bsymptoms?\s+of\b|\blook\s+cancerous\b", _I)
+_COVERAGE = re.compile(
+    r"\b(?:cover(?:ed|age|s)?|polic(?:y|ies)|formular(?:y|ies)|auth\w*|benefits?|limits?|copays?|claims?|"
+    r"cost|pay|billing|code|icd|referral)\b", _I)
+
+
+def has_plan_vocabulary(question: str) -> bool:
+    """Any health-plan word at all (plan, claim, member, provider, benefit, ...)."""
+    return bool(_DOMAIN.search(question))
+
+
 def is_out_of_scope(question: str) -> bool:
     """Off-topic words and no health-plan vocabulary at all."""
+    if _CLINICAL_ADVICE.search(question) and not _COVERAGE.search(question):
+        return True
     if _DOMAIN.search(question):
         return False
     return any(p.search(question) for p in _OFF_TOPIC)
