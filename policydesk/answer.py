@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 WarningKind = Literal[
-    "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped"
+    "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped",
+    "redacted",
 ]
 
 
@@ -72,6 +73,7 @@ class AskResult:
     # not_in_sources | failed_closed | failed_check | error
     abstain_code: str | None = None
     warnings: list[AnswerWarning] = field(default_factory=list)
+    redactions: list[str] = field(default_factory=list)  # identifier detectors that fired on the question
     degraded: bool = False
     dates: dict[str, str | None] = field(default_factory=dict)
     versions_applied: list[dict] = field(default_factory=list)
@@ -106,6 +108,7 @@ class AskResult:
             "abstain_reason": self.abstain_reason,
             "abstain_code": self.abstain_code,
             "warnings": [w.model_dump() for w in self.warnings],
+            "redactions": self.redactions,
             "degraded": self.degraded,
             "dates": self.dates,
             "versions_applied": self.versions_applied,

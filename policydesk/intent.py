@@ -61,6 +61,13 @@ _QUESTION_FIRST = re.compile(
     r"|^\W*\w+\s+or\s+\w+\s*:", re.I)  # "Approve or deny: which applies ...?"
 
 
+# A question that opens with a wh-word asks about the rule, never for an action ("What test must be
+# completed before a PET scan is approved?"): the learned claim-action verdict needs more.
+_WH_FIRST = re.compile(
+    r"^\W*(?:(?:hi|hey|hello|sorry|quick\s+question|question)[\s,!:.-]+)*(?:how|what|what's|whats|when|"
+    r"where|which|who|whose|why)\b", re.I)
+
+
 def rule_features(question: str) -> np.ndarray:
     return np.array([
         float(is_claim_action(question)),
@@ -73,14 +80,18 @@ def rule_features(question: str) -> np.ndarray:
     ])
 
 
-def local_embed(texts: Sequence[str]) -> np.ndarray:
-    """Batched, normalized MiniLM vectors from the offline model (never the network)."""
+def local_model():
+    """The offline MiniLM model, the same object the offline retrieval provider uses."""
     from policydesk.config import get_settings
     from policydesk.providers.local import offline_embedding
 
     settings = get_settings()
-    model = offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
-    return np.asarray(model.get_text_embedding_batch(list(texts)), dtype=np.float32)
+    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+
+
+def local_embed(texts: Sequence[str]) -> np.ndarray:
+    """Batched, normalized MiniLM vectors from the offline model (never the network)."""
+    return np.asarray(local_model().get_text_embedding_batch(list(texts)), dtype=np.float32)
 
 
 def load_training_cases(path: Path = TRAIN_FILE) -> list[tuple[str, str]]:
@@ -95,6 +106,7 @@ class IntentVerdict:
     label: str  # pass | claim_action | out_of_scope
     probabilities: dict[str, float]
     by_rule: bool
+    vector: np.ndarray | None = None  # the question's local embedding, when it was computed
 
 
 class IntentClassifier:
@@ -139,11 +151,12 @@ class IntentClassifier:
         vec = self.embed(question) if vector is None else vector
         proba = self._model.predict_proba(self._features([question], vec[None, :]))[0]
         probs = {CLASSES[int(c)]: float(p) for c, p in zip(self._model.classes_, proba)}
-        if probs.get("claim_action", 0.0) >= self.claim_threshold and mentions_action(question):
-            return IntentVerdict("claim_action", probs, False)
+        if (probs.get("claim_action", 0.0) >= self.claim_threshold and mentions_action(question)
+                and not _WH_FIRST.search(question)):
+            return IntentVerdict("claim_action", probs, False, vec)
         if probs.get("out_of_scope", 0.0) >= self.scope_threshold:
-            return IntentVerdict("out_of_scope", probs, False)
-        return IntentVerdict("pass", probs, False)
+            return IntentVerdict("out_of_scope", probs, False, vec)
+        return IntentVerdict("pass", probs, False, vec)
 
 
 _shared: IntentClassifier | None = None

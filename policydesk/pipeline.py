@@ -21,7 +21,7 @@ from policydesk.dates import DateInputError, check_date_order, iso_dates_in, par
 from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.instrumentation import install_instrumentation
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
-from policydesk.refusal import screen_question
+from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes
@@ -51,7 +51,8 @@ class AskError(Exception):
 
 
 class AskPipeline:
-    def __init__(self, db, settings, embed_model, llm, *, today: date | None = None) -> None:
+    def __init__(self, db, settings, embed_model, llm, *, today: date | None = None,
+                 gate: RefusalGate | None = None) -> None:
         self.db = db
         self.settings = settings
         self.embed_model = embed_model
@@ -60,6 +61,7 @@ class AskPipeline:
         self.store = chunk_vector_store(db)
         self.lookup = VersionLookup(db)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
+        self.gate = gate or gate_for(db, settings, embed_model)
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
         install_instrumentation()
 
@@ -117,16 +119,21 @@ class AskPipeline:
     def _run(self, req: AskRequest, result: AskResult, clearance: Clearance, dates: dict[str, date], draft: TraceDraft) -> None:
         # -- step 2: refuse early, before retrieval, with no model call ---------------------
         with draft.stage("refusal_gate"):
-            refusal = screen_question(req.question, clearance, max_chars=self.settings.MAX_QUESTION_CHARS)
-        if refusal is not None:
-            self._refuse(result, refusal.reason.value, refusal.message)
+            screening = self.gate.screen(req.question, clearance)
+        # From here on only the redacted question is read: retrieval, the model, the trace.
+        question = result.question = screening.question
+        result.redactions = list(screening.redaction.kinds)
+        if screening.redaction.changed:
+            result.warnings.append(AnswerWarning(kind="redacted", message=REDACTION_NOTE))
+        if screening.refusal is not None:
+            self._refuse(result, screening.refusal.reason.value, screening.refusal.message)
             return
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
         # retrieve() opens the span that times the stage and fires the events the trace collects,
         # including the HybridRetrievalEvent that says whether retrieval ran degraded.
         retriever = HybridRetriever(self.store, self.embed_model, clearance=clearance, top_k=self.settings.TOP_K)
-        retrieved_nodes = retriever.retrieve(QueryBundle(req.question))
+        retrieved_nodes = retriever.retrieve(QueryBundle(question))
         retrieved = draft.retrieval
         if retrieved is None:  # without it, a degraded retrieval would pass silently: fail closed
             raise RuntimeError("the retrieval summary event was not collected")
@@ -153,7 +160,7 @@ class AskPipeline:
         result.conflicts = report.conflicts
         result.context_ids = [n.node.node_id for n in nodes]
 
-        if is_what_changed_question(req.question):
+        if is_what_changed_question(question):
             if self._answer_what_changed(result, clearance, nodes, dates, draft):
                 return
 
@@ -168,7 +175,7 @@ class AskPipeline:
             return
         notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
             w.message for w in report.conflict_warnings]
-        outcome = self.synthesizer.synthesize(req.question, nodes, notes)
+        outcome = self.synthesizer.synthesize(question, nodes, notes)
         result.model = outcome.model
         draft.attempts = outcome.attempts
         draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)
@@ -249,7 +256,9 @@ class AskPipeline:
                  result.abstained, result.degraded)
 
 
-def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None) -> AskPipeline:
+def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None,
+                   gate: RefusalGate | None = None) -> AskPipeline:
     from policydesk.providers import embedding_for, llm_for
 
-    return AskPipeline(db, settings, embed_model or embedding_for(settings), llm or llm_for(settings), today=today)
+    return AskPipeline(db, settings, embed_model or embedding_for(settings), llm or llm_for(settings), today=today,
+                       gate=gate)

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from sqlalchemy import insert
 
 from policydesk.answer import AskRequest, AskResult
+from policydesk.detectors.redact import redact
 from policydesk.storage.chain import purge_chained
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Trace
@@ -86,7 +87,9 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
     return dict(
         id=draft.id, kind=req.kind, replay_of=req.replay_of, user_name=req.user_name[:64],
         user_role=result.role or "unknown", permitted_levels=list(clearance.levels) if clearance else [],
-        sensitive_cleared=bool(clearance and clearance.sensitive), question=req.question,
+        # Never the raw text: redacted whether or not the gate ran (issue 15).
+        sensitive_cleared=bool(clearance and clearance.sensitive),
+        question=redact(req.question or "", settings.PLAN_ID_PATTERNS).text,
         dates=result.dates, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
         # No column of its own (a new column would change every stored row's canonical hash):
         # what the instrumentation saw rides with the answer it produced.

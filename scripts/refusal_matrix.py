@@ -1,86 +1,61 @@
-"""Print the confusion matrix of the early refusal screen on the labelled cases.
+"""Print the refusal gate's confusion matrix and per-kind precision/recall on labelled cases.
 
-Usage: python scripts/refusal_matrix.py [CASES_YAML]
-Rows are the expected label, columns the predicted one. Also prints precision
-and recall of "refuse" (any refusal kind counts as refuse) and lists misses.
+Usage: python scripts/refusal_matrix.py [--split test|validation|train|regression|PATH ...]
+                                        [--database NAME] [--misses]
+
+The gate is the production one (`policydesk.refusal.gate_for`): identifier detectors with the
+configured plan formats, the intent classifier fitted on the train split, and the topic gate
+derived from the corpus in NAME (default `policydesk_refusal_eval`, created on the configured
+server and loaded with the demo corpus on first use; re-ingest is a no-op when unchanged).
+Report figures from `--split test` only (docs/refusal.md). Exit 0.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
-from policydesk.access import clearance_for
-from policydesk.refusal import screen_question
-
-DEFAULT_CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "refusal_cases.yaml"
-LABELS = ("pass", "member_identifier", "claim_action", "out_of_scope")
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATABASE = "policydesk_refusal_eval"
 
 
-def load_cases(path: Path = DEFAULT_CASES) -> list[dict]:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)["cases"]
+def demo_gate(database: str = DEFAULT_DATABASE):
+    from policydesk.config import get_settings
+    from policydesk.ingest import ingest_directory
+    from policydesk.providers import embedding_for
+    from policydesk.refusal import gate_for
+    from policydesk.runtime import open_migrated
+    from policydesk.storage.engine import create_database
 
-
-def predict(question: str, role: str) -> str:
-    refusal = screen_question(question, clearance_for(role))
-    return "pass" if refusal is None else refusal.reason.value
-
-
-def confusion_matrix(cases: list[dict]) -> dict[str, dict[str, int]]:
-    """matrix[expected][predicted] -> count; labels outside LABELS get their own row/column."""
-    labels = list(LABELS)
-    rows = [(c["expected"], predict(c["question"], c["role"])) for c in cases]
-    for expected, predicted in rows:
-        for label in (expected, predicted):
-            if label not in labels:
-                labels.append(label)
-    matrix = {e: {p: 0 for p in labels} for e in labels}
-    for expected, predicted in rows:
-        matrix[expected][predicted] += 1
-    return matrix
-
-
-def refuse_precision_recall(matrix: dict[str, dict[str, int]]) -> tuple[float, float]:
-    """Binary refuse-vs-pass: a refusal of the wrong kind still counts as refuse."""
-    tp = sum(n for e, row in matrix.items() if e != "pass" for p, n in row.items() if p != "pass")
-    fp = sum(n for p, n in matrix["pass"].items() if p != "pass")
-    fn = sum(row["pass"] for e, row in matrix.items() if e != "pass")
-    precision = tp / (tp + fp) if tp + fp else 1.0
-    recall = tp / (tp + fn) if tp + fn else 1.0
-    return precision, recall
-
-
-def format_matrix(matrix: dict[str, dict[str, int]]) -> str:
-    labels = list(matrix)
-    width = max(len(label) for label in labels) + 2
-    head = "expected \\ predicted".ljust(width + 4) + "".join(l.rjust(width) for l in labels)
-    lines = [head]
-    for e in labels:
-        lines.append(e.ljust(width + 4) + "".join(str(matrix[e][p]).rjust(width) for p in labels))
-    precision, recall = refuse_precision_recall(matrix)
-    total = sum(sum(row.values()) for row in matrix.values())
-    correct = sum(matrix[l][l] for l in labels)
-    lines.append("")
-    lines.append(f"cases: {total}  exact: {correct}/{total}")
-    lines.append(f"refuse precision: {precision:.3f}  refuse recall: {recall:.3f}")
-    return "\n".join(lines)
+    settings = get_settings()
+    embed_model = embedding_for(settings)
+    create_database(settings, database)
+    db = open_migrated(settings, database)
+    ingest_directory(db, REPO / "corpus", embed_model, settings)
+    return gate_for(db, settings, embed_model), db
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[1]) if len(argv) > 1 else DEFAULT_CASES
-    cases = load_cases(path)
-    print(format_matrix(confusion_matrix(cases)))
-    misses = [
-        (c, predict(c["question"], c["role"]))
-        for c in cases
-        if predict(c["question"], c["role"]) != c["expected"]
-    ]
-    for case, predicted in misses:
-        print(f"MISS [{case['role']}] expected={case['expected']} predicted={predicted}: {case['question']}")
-    return 1 if misses else 0
+    from policydesk.evals.refusals import evaluate, format_report, load_cases
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", action="append", help="test, validation, train, regression or a YAML path")
+    parser.add_argument("--database", default=DEFAULT_DATABASE)
+    parser.add_argument("--misses", action="store_true", help="list every misclassified case")
+    args = parser.parse_args(argv[1:])
+    gate, db = demo_gate(args.database)
+    try:
+        for split in args.split or ["test"]:
+            report = evaluate(gate, load_cases(split))
+            print(format_report(report, f"== {split}"))
+            if args.misses:
+                for case, predicted in report.misses:
+                    print(f"MISS [{case['role']}] expected={case['expected']} predicted={predicted}: {case['question']}")
+            print()
+    finally:
+        db.dispose()
+    return 0
 
 
 if __name__ == "__main__":

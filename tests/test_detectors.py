@@ -12,9 +12,9 @@ from policydesk.detectors.redact import redact
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("member CVM12345678", "plan_id"),
-        ("subscriber CVS-12345678", "plan_id"),
-        ("CLM123456789", "plan_id"),
+        ("member CVM12345678", "member_id"),
+        ("subscriber CVS-12345678", "member_id"),
+        ("CLM123456789", "member_id"),
         ("claim number 123456789", "claim_number"),
         ("SSN 123-45-6789", "ssn"),
         ("ssn ending in 6789", "ssn"),
@@ -99,7 +99,7 @@ def test_find_identifier_spans_policy_questions_pass(text):
 def test_plan_id_patterns_are_a_setting():
     # A plan's own format is flagged with no cue word only when the setting lists it.
     assert find_identifier_spans("ZQ482-KT asked", plan_patterns=[]) == []
-    assert [f.kind for f in find_identifier_spans("ZQ482-KT asked", plan_patterns=[r"ZQ\d{3}-[A-Z]{2}"])] == ["plan_id"]
+    assert [f.kind for f in find_identifier_spans("ZQ482-KT asked", plan_patterns=[r"ZQ\d{3}-[A-Z]{2}"])] == ["member_id"]
 
 
 def test_redact_replaces_identifiers_and_names_the_detectors():

@@ -197,7 +197,9 @@ def test_disputes_posts_without_csrf_token_are_rejected(clients, rep_trace, demo
 
 
 def test_rep_cannot_read_another_users_trace_by_id(clients, names, demo_db):
-    secret_question = f"What is the appeal window after a denial? marker-{uuid.uuid4().hex[:8]}"
+    # A letters-only marker: a hex one is identifier-shaped and is redacted before the trace (issue 15).
+    marker = "".join(chr(ord("a") + int(c, 16)) for c in uuid.uuid4().hex[:8])
+    secret_question = f"What is the appeal window after a denial? marker-{marker}"
     other = clients["rep2"]
     other.post("/ask", data={"question": secret_question, "csrf_token": token_of(other)})
     with Session(demo_db.owner) as s:

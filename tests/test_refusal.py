@@ -1,93 +1,144 @@
-"""Early refusal screen: labelled cases, confusion matrix, no existence leak."""
+"""Early refusal screen: labelled cases, per-kind floors, the corpus-derived topic gate, no existence leak.
+
+The frozen test split (tests/data/refusal/test.yaml) is not asserted here: its figures are
+reported by scripts/refusal_matrix.py (docs/refusal.md). These tests hold the regression set and
+the validation split to floors, and pin the behaviours.
+"""
 
 from __future__ import annotations
 
-import importlib.util
+import shutil
 from collections import Counter
-from pathlib import Path
+from datetime import date
 
 import pytest
+import yaml
 
-from policydesk.access import (
-    ACCESS_LEVELS,
-    ROLES,
-    RESTRICTED_TOPICS,
-    UnknownRoleError,
-    clearance_for,
-    topic_denied,
-)
-from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalReason, screen_question
+from policydesk.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
+from policydesk.evals.refusals import SPLITS, evaluate, load_cases
+from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
+from policydesk.topics import CorpusTopicGate, gated_phrases
+from tests.conftest import CORPUS
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_matrix_script():
-    spec = importlib.util.spec_from_file_location("refusal_matrix", ROOT / "scripts" / "refusal_matrix.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-matrix_script = _load_matrix_script()
-CASES = matrix_script.load_cases()
+REGRESSION = load_cases("regression")
 SIU_QUESTION = "What is the SIU referral threshold for case scoring?"
 
 
-def test_labelled_set_has_enough_cases():
-    counts = Counter(c["expected"] for c in CASES)
-    assert len(CASES) >= 60
-    assert counts["pass"] >= 25
-    for kind in ("member_identifier", "claim_action", "out_of_scope"):
-        assert counts[kind] >= 5, kind
-    assert {c["role"] for c in CASES} == set(ROLES)
+@pytest.fixture(scope="module")
+def gate(demo_db, settings, embed_model):
+    return gate_for(demo_db, settings, embed_model)
 
 
-@pytest.mark.parametrize(
-    "case", CASES, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(CASES)]
-)
-def test_screen_question_labelled_case(case):
-    refusal = screen_question(case["question"], clearance_for(case["role"]))
+def test_labelled_splits_have_enough_cases_per_kind():
+    cases = [c for split in ("train", "validation", "test") for c in load_cases(split)]
+    counts = Counter(c["expected"] for c in cases)
+    for kind in ("pass", "member_identifier", "claim_action", "out_of_scope"):
+        assert counts[kind] >= 60, kind
+    questions = Counter((c["question"], c["role"]) for c in cases)
+    assert max(questions.values()) == 1  # no case in two splits
+    assert {c["role"] for c in cases} == set(ROLES)
+
+
+def test_test_split_is_frozen():
+    # The sha256 recorded in the commit that created the split (issue 15); never edit the file.
+    import hashlib
+
+    assert hashlib.sha256(SPLITS["test"].read_bytes()).hexdigest() == (
+        "fea1ca054347b660f869df5250d76bd240f913f1cbd973c64572d9f745e4eba4")
+
+
+@pytest.mark.parametrize("case", REGRESSION, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(REGRESSION)])
+def test_regression_case(case, gate):
+    refusal = gate.screen(case["question"], clearance_for(case["role"])).refusal
     predicted = "pass" if refusal is None else refusal.reason.value
     assert predicted == case["expected"], case["question"]
 
 
-def test_confusion_matrix_refuse_precision_and_recall_are_one(capsys):
-    matrix = matrix_script.confusion_matrix(CASES)
-    with capsys.disabled():
-        print("\n" + matrix_script.format_matrix(matrix))
-    precision, recall = matrix_script.refuse_precision_recall(matrix)
-    assert precision == 1.0
-    assert recall == 1.0
+def test_validation_split_floors(gate):
+    report = evaluate(gate, load_cases("validation"))
+    assert report.recall("member_identifier") >= 0.95
+    assert report.recall("claim_action") >= 0.95
+    assert report.recall("out_of_scope") >= 0.85
+    assert report.false_refusal_rate <= 0.02
 
 
-def test_topic_gate_refusal_message_identical_to_out_of_scope():
-    gated = screen_question(SIU_QUESTION, clearance_for("rep"))
-    unrelated = screen_question("What's the weather forecast for tomorrow?", clearance_for("rep"))
+def test_topic_gate_refusal_message_identical_to_out_of_scope(gate):
+    rep = clearance_for("rep")
+    gated = gate.screen(SIU_QUESTION, rep).refusal
+    unrelated = gate.screen("What's the weather forecast for tomorrow?", rep).refusal
     assert gated is not None and unrelated is not None
     assert gated.reason is unrelated.reason is RefusalReason.out_of_scope
-    assert gated.message.encode("utf-8") == unrelated.message.encode("utf-8")
-    assert gated.message == OUT_OF_SCOPE_MESSAGE
+    assert gated.message.encode("utf-8") == unrelated.message.encode("utf-8") == OUT_OF_SCOPE_MESSAGE.encode("utf-8")
     assert "SIU" not in gated.message and "restricted" not in gated.message.lower()
 
 
-def test_topic_gate_siu_by_role():
-    assert screen_question(SIU_QUESTION, clearance_for("rep")).reason is RefusalReason.out_of_scope
-    assert screen_question(SIU_QUESTION, clearance_for("supervisor")) is None
-    assert screen_question(SIU_QUESTION, clearance_for("compliance")) is None
-    assert topic_denied(clearance_for("rep"), SIU_QUESTION) == "fraud_investigation"
-    assert topic_denied(clearance_for("supervisor"), SIU_QUESTION) is None
+def test_topic_gate_siu_by_role(gate):
+    assert gate.screen(SIU_QUESTION, clearance_for("rep")).refusal.reason is RefusalReason.out_of_scope
+    assert gate.screen(SIU_QUESTION, clearance_for("supervisor")).refusal is None
+    assert gate.screen(SIU_QUESTION, clearance_for("compliance")).refusal is None
 
 
-def test_topic_gate_compliance_topics_block_supervisor():
+def test_topic_gate_compliance_subjects_block_supervisor(gate):
     question = "What is the dispute review procedure?"
-    assert topic_denied(clearance_for("supervisor"), question) == "call_audit"
-    assert topic_denied(clearance_for("compliance"), question) is None
+    assert gate.screen(question, clearance_for("supervisor")).refusal.reason is RefusalReason.out_of_scope
+    assert gate.screen(question, clearance_for("compliance")).refusal is None
 
 
-def test_every_topic_needs_a_known_level():
-    for topic, (level, patterns) in RESTRICTED_TOPICS.items():
-        assert level in ACCESS_LEVELS, topic
-        assert patterns, topic
+def test_topic_phrases_come_from_the_corpus_not_code(demo_db):
+    topics = CorpusTopicGate(demo_db)
+    rep = topics.phrases_for(clearance_for("rep"))
+    assert ("fraud", "referral") in rep and ("contract", "rate") in rep
+    # Everyone's documents share "purpose and scope": never a gated subject.
+    assert ("purpose", "scope") not in rep
+    assert topics.phrases_for(clearance_for("compliance")) == frozenset()
+    assert not gated_phrases([], clearance_for("rep"))
+
+
+def test_new_restricted_document_is_gated_without_code_change(make_db, embed_model, settings, tmp_path):
+    # A restricted page on a subject no permitted source mentions: gated for reps once ingested.
+    from policydesk.ingest import ingest_directory
+
+    root = tmp_path / "c"
+    (root / "wiki").mkdir(parents=True)
+    manifest = yaml.safe_load((CORPUS / "manifest.yaml").read_text())
+    keep = [dict(e) for e in manifest["sources"] if e["id"] in ("POL-TF", "WIKI-APPEALS")]
+    for e in keep:
+        (root / e["file"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CORPUS / e["file"], root / e["file"])
+    db = make_db()
+    ingest_directory(db, _with_manifest(root, keep), embed_model, settings)
+    gate = RefusalGate(topics=CorpusTopicGate(db, max_age_seconds=0))
+    question = "What is the quarterly broker commission clawback schedule?"
+    assert gate.screen(question, clearance_for("rep")).refusal is None
+    (root / "wiki" / "broker-commissions.md").write_text(
+        "# Broker Commission Clawback\n\n## Clawback Schedule\n\nBroker commission clawback applies when a "
+        "policy lapses within 90 days; the broker commission clawback schedule is quarterly.\n")
+    new = {"file": "wiki/broker-commissions.md", "id": "WIKI-BRK", "title": "Broker Commission Clawback",
+           "type": "wiki", "version": 1, "effective_from": date(2026, 1, 1), "date_basis": "none",
+           "access_level": "restricted", "sensitive": False, "owner": "Sales", "related_policies": []}
+    ingest_directory(db, _with_manifest(root, keep + [new]), embed_model, settings)
+    assert gate.screen(question, clearance_for("rep")).refusal.message == OUT_OF_SCOPE_MESSAGE
+    assert gate.screen(question, clearance_for("supervisor")).refusal is None
+
+
+def _with_manifest(root, entries):
+    (root / "manifest.yaml").write_text(yaml.safe_dump({"sources": entries}, sort_keys=False))
+    return root
+
+
+def test_gate_without_database_is_rules_only():
+    # The pure function: identifiers, claim-action and out-of-scope rules, no topic gate.
+    assert screen_question("Member ID is 4471-2290-13, what's their appeal window?", clearance_for("rep")).reason is \
+        RefusalReason.member_identifier
+    assert screen_question("Approve this claim.", clearance_for("rep")).reason is RefusalReason.claim_action
+    assert screen_question(SIU_QUESTION, clearance_for("rep")) is None
+
+
+def test_screening_redacts_what_it_passes_and_names_the_detectors():
+    screening = RefusalGate().screen("what's the appeal window for 7QX-4410-882B?", clearance_for("rep"))
+    assert screening.refusal is None
+    assert screening.question == "what's the appeal window for [ID]?"
+    assert screening.redaction.kinds == ("id_shaped",)
 
 
 def test_screen_question_unknown_role_raises():
@@ -128,3 +179,19 @@ def test_screen_question_too_long():
 def test_too_long_checked_before_identifiers():
     question = "Member CVM12345678 " + "x" * 1000
     assert screen_question(question, clearance_for("rep")).reason is RefusalReason.question_too_long
+
+
+def test_nearest_section_in_memory_matches_postgres(demo_db, embed_model, monkeypatch):
+    import policydesk.topics as topics
+
+    vector = embed_model.get_query_embedding("What case score opens a full fraud investigation?")
+    in_memory = CorpusTopicGate(demo_db)
+    in_memory.refresh()
+    monkeypatch.setattr(topics, "IN_MEMORY_MAX_CHUNKS", 0)
+    in_sql = CorpusTopicGate(demo_db)
+    for role in ROLES:
+        a, b = in_memory.nearest(clearance_for(role), vector), in_sql.nearest(clearance_for(role), vector)
+        assert in_sql._vectors is None and in_memory._vectors is not None
+        assert a == pytest.approx(b, abs=1e-4), role
+    hidden, permitted = in_memory.nearest(clearance_for("rep"), vector)
+    assert hidden > permitted + 0.08  # the fraud-scoring section is above a rep's clearance

@@ -239,7 +239,8 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
     patterns = tuple(plan_patterns) if plan_patterns is not None else _default_plan_patterns()
     found: list[Finding] = []
     for regex in _plan_regexes(patterns):
-        found += [Finding("plan_id", m.start(), m.end()) for m in regex.finditer(text)]
+        # the plan's own formats are member identifiers (member, subscriber or claim numbers)
+        found += [Finding("member_id", m.start(), m.end()) for m in regex.finditer(text)]
     found += [Finding("ssn", m.start(), m.end()) for m in _SSN_SHAPE.finditer(text)]
     found += [Finding("ssn", m.start("n"), m.end("n")) for m in _SSN_CUE.finditer(text)]
     found += [Finding("ssn", m.start(), m.end()) for m in _SSN_LAST4_FIRST.finditer(text)]

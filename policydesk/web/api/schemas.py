@@ -126,6 +126,9 @@ class AnswerOut(BaseModel):
     abstain_reason: str | None
     abstain_code: str | None = Field(description="Why there is no answer, machine-readable (e.g. no_source, error).")
     warnings: list[WarningOut]
+    redactions: list[str] = Field(description=(
+        "Identifier detectors that fired on the question (e.g. member_id, email, id_shaped); those "
+        "parts were removed before retrieval, any model call and the trace."))
     degraded: bool = Field(description="True when retrieval fell back to full text (embedding service down).")
     dates: DatesOut | dict[str, Any]
     versions_applied: list[VersionAppliedOut]
