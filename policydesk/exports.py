@@ -24,6 +24,8 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import text
 
+from policydesk.storage.chain import CANONICAL_ROW, pin_canonical_output
+
 FORMATS = ("jsonl", "csv")
 # What an auditor reads first; everything else is in `canonical`.
 FIELDS = ("id", "seq", "created_at", "kind", "replay_of", "user_name", "user_role", "question", "dates",
@@ -31,8 +33,8 @@ FIELDS = ("id", "seq", "created_at", "kind", "replay_of", "user_name", "user_rol
           "feedback", "prev_hash", "row_hash", "canonical")
 _CITATION_KEYS = ("chunk_id", "doc_id", "title", "section", "version", "effective_from", "effective_to", "text_sha256")
 
-_EXPORT_SQL = text("""
-    SELECT t.seq, (to_jsonb(t) - 'search_tsv' - 'row_hash')::text AS canonical, t.prev_hash, t.row_hash,
+_EXPORT_SQL = text(f"""
+    SELECT t.seq, {CANONICAL_ROW}::text AS canonical, t.prev_hash, t.row_hash,
            coalesce((SELECT jsonb_agg(jsonb_build_object('at', f.at, 'user_name', f.user_name, 'verdict', f.verdict,
                                                          'reason', f.reason, 'note', f.note) ORDER BY f.id)
                      FROM feedback f WHERE f.trace_id = t.id), '[]'::jsonb) AS feedback
@@ -80,8 +82,7 @@ def export_records(conn, *, start: date, end: date, user: str | None = None) -> 
     transaction in a reviewer's scope (RLS decides what it may read)."""
     if end < start:
         raise ExportError(f"the period ends ({end}) before it starts ({start})")
-    # The canonical text must print exactly as the trigger printed it when hashing.
-    conn.execute(text("SELECT set_config('timezone', 'UTC', true), set_config('extra_float_digits', '1', true)"))
+    pin_canonical_output(conn)  # the canonical text exactly as the trigger hashed it
     params = {"start": datetime.combine(start, time.min, tzinfo=timezone.utc),
               "end": datetime.combine(end + timedelta(days=1), time.min, tzinfo=timezone.utc),
               "user": (user or "").strip() or None}

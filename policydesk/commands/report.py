@@ -44,11 +44,11 @@ def report_gaps(
     with _database() as db:
         clearance = clearance_for("compliance")
         if as_user:
-            from policydesk.users import get_user
+            from policydesk.users import get_active_user
 
             with Session(db.app) as session:
-                user = get_user(session, name=as_user)
-                if user is None or user.disabled_at is not None:
+                user = get_active_user(session, name=as_user)
+                if user is None:
                     _fail(f"no active user named {as_user!r}")
                 clearance = clearance_for(user.role)
         report = gaps_report(db, clearance, start=start, end=end, today=today, owner=owner,
@@ -56,14 +56,12 @@ def report_gaps(
     if fmt == "csv":
         body = report_csv(report)
     else:
-        from policydesk.reports.charts import daily_chart, owner_chart
-        from policydesk.reports.tables import report_rows
+        from policydesk.reports.tables import report_view
         from policydesk.web.app import STATIC_DIR
         from policydesk.web.templating import TEMPLATES
 
         body = TEMPLATES.get_template("reports/gaps_document.html").render(
-            report=report, rows=report_rows(report), daily_chart=daily_chart(report.daily),
-            owner_chart=owner_chart(report.owners), form={"owner": owner or ""}, standalone=True,
+            **report_view(report), form={"owner": owner or ""}, standalone=True,
             css=(STATIC_DIR / "app.css").read_text(encoding="utf-8"))
     if out is None:
         typer.echo(body, nl=False)

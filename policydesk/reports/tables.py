@@ -1,10 +1,11 @@
-"""The gaps report as rows: one table the CSV writes and the HTML page shows."""
+"""The gaps report as rows: one table the CSV writes and the HTML page shows, and the page's view."""
 
 from __future__ import annotations
 
 import csv
 import io
 
+from policydesk.reports.charts import daily_chart, owner_chart
 from policydesk.reports.gaps import ABSTAIN_KINDS, Counts, GapsReport
 
 REFUSAL_KINDS = ("member_identifier", "claim_action", "out_of_scope", "no_version_in_force", "postflight",
@@ -35,3 +36,9 @@ def report_csv(report: GapsReport) -> str:
     writer.writeheader()
     writer.writerows(report_rows(report))
     return buf.getvalue()
+
+
+def report_view(report: GapsReport) -> dict:
+    """What the gaps templates show (the page and the standalone document alike)."""
+    return {"report": report, "rows": report_rows(report), "daily_chart": daily_chart(report.daily),
+            "owner_chart": owner_chart(report.owners)}

@@ -16,9 +16,15 @@ from sqlalchemy.engine import Connection, Engine
 
 GENESIS = "0" * 64
 CHAINED_TABLES = ("traces", "audit_log")
-# The trigger pins these too: the canonical row must print the same bytes for every reader.
-_PIN_OUTPUT = "SELECT set_config('timezone', 'UTC', true), set_config('extra_float_digits', '1', true)"
-_RECOMPUTE = "policydesk_row_digest(t.prev_hash, to_jsonb(t) - 'search_tsv' - 'row_hash')"
+# The row as the trigger hashed it (migration 0005), for a table aliased `t`.
+CANONICAL_ROW = "(to_jsonb(t) - 'search_tsv' - 'row_hash')"
+_RECOMPUTE = f"policydesk_row_digest(t.prev_hash, {CANONICAL_ROW})"
+
+
+def pin_canonical_output(conn: Connection) -> None:
+    """Print the canonical row as the trigger did (it pins these too), so every reader hashes the
+    same bytes: UTC timestamps and shortest-exact floats, for this transaction only."""
+    conn.execute(text("SELECT set_config('timezone', 'UTC', true), set_config('extra_float_digits', '1', true)"))
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ def verify_chain(owner: Engine, table: str = "traces") -> ChainReport:
     expected_seq: int | None = None
     expected_prev: str | None = None
     with owner.begin() as conn:
-        conn.execute(text(_PIN_OUTPUT))
+        pin_canonical_output(conn)
         result = conn.execution_options(yield_per=1000).execute(text(
             f"SELECT t.seq, t.id::text AS id, t.prev_hash, t.row_hash, {_RECOMPUTE} AS recomputed "
             f"FROM {table} t ORDER BY t.seq"))
@@ -105,7 +111,7 @@ class RowProof:
 def row_proof(conn: Connection, trace_id) -> RowProof | None:
     """One trace's own check: its hash recomputes, and it links to its predecessor (or to a
     recorded purge cut). Runs in the caller's transaction, so RLS decides what it may see."""
-    conn.execute(text(_PIN_OUTPUT))
+    pin_canonical_output(conn)
     row = conn.execute(text(
         f"SELECT t.seq, t.prev_hash, t.row_hash, {_RECOMPUTE} AS recomputed FROM traces t WHERE t.id = :id"),
         {"id": trace_id}).first()

@@ -8,9 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 
 from policydesk.dates import DateInputError, parse_input_date
-from policydesk.reports.charts import daily_chart, owner_chart
 from policydesk.reports.gaps import gaps_report
-from policydesk.reports.tables import report_csv, report_rows
+from policydesk.reports.tables import report_csv, report_view
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, Staff
 from policydesk.web.templating import render
 
@@ -44,7 +43,4 @@ def show_gaps(request: Request, user: CurrentUser, db: DbDep, pipeline: Pipeline
     if format == "csv":
         return Response(report_csv(report), media_type="text/csv", headers={
             "Content-Disposition": f'attachment; filename="policydesk-gaps-{start}-{end}.csv"'})
-    return render(request, "reports/gaps.html", {
-        "form": form, "report": report, "problem": None, "rows": report_rows(report),
-        "daily_chart": daily_chart(report.daily), "owner_chart": owner_chart(report.owners),
-    })
+    return render(request, "reports/gaps.html", {"form": form, "problem": None, **report_view(report)})
