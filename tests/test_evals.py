@@ -1,6 +1,7 @@
 """The eval harness on a CI slice of the golden set: full system vs naive baseline, and leaks.
 
-Ten hand-labelled items across the buckets, against the real demo database (no mocks). The full
+Ten hand-labelled items across the buckets, all from the dev split (issue 16: nothing here asserts
+on the frozen test split), against the real demo database (no mocks). The full
 system must beat the naive baseline where the design says it should (stale policy versions,
 must-refuse questions), and no role may see a chunk above its clearance anywhere.
 """
@@ -12,13 +13,13 @@ import json
 import pytest
 
 from policydesk.access import ROLES
-from policydesk.evals.golden import BUCKETS, DEFAULT_GOLDEN, check_against_db, load_golden
+from policydesk.evals.golden import BUCKETS, SPLITS, check_against_db, load_split
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
 
 CI_SLICE = [
-    "easy-01", "cross-05", "conflict-01", "conflict-03",
-    "stale-01", "stale-04", "stale-07",
-    "refuse-01", "refuse-03", "refuse-05",
+    "easy-01", "cross-05", "conflict-04", "conflict-09",
+    "stale-03", "stale-04", "stale-10",
+    "refuse-01", "refuse-03", "refuse-06",
 ]
 
 
@@ -27,20 +28,20 @@ def ci_run(demo_db, settings, embed_model):
     from policydesk.evals.harness import run_eval
     from policydesk.providers.extractive import ExtractiveAnswerer
 
-    golden = load_golden(DEFAULT_GOLDEN).only(CI_SLICE)
+    golden = load_split("dev").only(CI_SLICE)
     return run_eval(demo_db, settings, golden, embed_model=embed_model, llm=ExtractiveAnswerer(), k=8,
                     progress=False, do_calibrate=False)
 
 
-def test_golden_set_has_ten_labelled_items_per_bucket_that_exist_in_the_index(demo_db):
-    golden = load_golden(DEFAULT_GOLDEN)
-    assert len(golden.items) == 50
-    assert {b: sum(i.bucket == b for i in golden.items) for b in BUCKETS} == {b: 10 for b in BUCKETS}
-    check_against_db(golden, demo_db)  # raises on a chunk id or version the corpus doesn't hold
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_golden_label_exists_in_the_index(demo_db, split):
+    golden = load_split(split)
+    assert {i.bucket for i in golden.items} == set(BUCKETS)
+    check_against_db(golden, demo_db)  # raises on a chunk id, version or excluded source the corpus doesn't hold
 
 
 def test_ci_slice_spans_buckets():
-    items = load_golden(DEFAULT_GOLDEN).only(CI_SLICE).items
+    items = load_split("dev").only(CI_SLICE).items
     buckets = [i.bucket for i in items]
     assert set(buckets) == set(BUCKETS)
     assert buckets.count("stale_policy") >= 2 and buckets.count("must_refuse") >= 2

@@ -20,7 +20,8 @@ from policydesk.retrievers.text import IndexedTextRetriever, or_query
 from policydesk.storage.scope import permitted_scope
 from tests.conftest import REPO
 
-QUESTIONS = [q["question"] for q in yaml.safe_load((REPO / "evals" / "golden.yaml").read_text())["items"]][:40] + [
+QUESTIONS = [q["question"] for f in ("golden_dev.yaml", "golden_test.yaml")
+             for q in yaml.safe_load((REPO / "evals" / f).read_text())["items"]][:40] + [
     "SIU fraud referral case scoring threshold", "regulatory complaint reporting to the state",
     "behavioral health crisis caller", "rate schedule percent of Medicare", "timely filing 90 days",
     "what's the co-pay for tele-health?", "", "!!!", "a.b.c dotted.words", "prior-authorization (PA) turnaround",

@@ -39,7 +39,7 @@ def _versions(db) -> dict[str, str]:
 
 def bench_command(
     scale: int = typer.Option(0, help="Synthetic filler chunks to add (e.g. 10000, 100000); 0 = demo corpus only."),
-    queries: int = typer.Option(30, help="Questions from evals/golden.yaml to time."),
+    queries: int = typer.Option(30, help="Golden questions to time (the first 50 are the original golden set, in its order)."),
     repetitions: int = typer.Option(3, help="Passes over the questions."),
     keep: bool = typer.Option(False, help="Keep the benchmark database (it is dropped otherwise)."),
     torch_threads: int = typer.Option(0, help="torch.set_num_threads for the local embedder; 0 = torch default."),

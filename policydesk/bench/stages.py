@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import yaml
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
@@ -44,7 +43,7 @@ from policydesk.versions import VersionLookup
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
-GOLDEN = REPO / "evals" / "golden.yaml"
+GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
 STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "versions", "retrieval", "naive", "synthesis",
           "trace_write", "ask_e2e")
@@ -76,10 +75,12 @@ class StageTimes:
 
 
 def load_questions(limit: int) -> tuple[list[Question], date | None]:
-    data = yaml.safe_load(GOLDEN.read_text())
-    ref = data.get("reference_date")
-    items = [Question(i["question"], i.get("role", "rep"), dict(i.get("dates") or {})) for i in data["items"]]
-    return items[:limit], (date.fromisoformat(str(ref)) if ref else None)
+    from policydesk.evals.golden import load_golden
+    from policydesk.evals.splits import original_order
+
+    golden = load_golden(list(GOLDEN))
+    items = [Question(i.question, i.role, dict(i.dates)) for i in original_order(golden.items)]
+    return items[:limit], golden.reference_date
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -17,7 +17,6 @@ import typer
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_CORPUS = REPO / "corpus"
-DEFAULT_GOLDEN = REPO / "evals" / "golden.yaml"
 DEFAULT_RESULTS = REPO / "evals" / "results"
 
 
@@ -38,7 +37,11 @@ def eval_command(
     corpus: Annotated[Optional[Path], typer.Option(
         help="Corpus directory (with manifest.yaml). Given: ingested into a fresh database. "
              "Omitted: the demo corpus in the configured database (re-ingest is a no-op when unchanged).")] = None,
-    golden: Annotated[Path, typer.Option(help="Golden set YAML.")] = DEFAULT_GOLDEN,
+    split: Annotated[str, typer.Option(
+        help="Golden split: test (frozen; the headline figures) or dev (tuning allowed). "
+             "Reads evals/golden_<split>.yaml and any other file in policydesk.evals.golden.SPLIT_SOURCES.")] = "test",
+    golden: Annotated[Optional[list[Path]], typer.Option(
+        help="Golden YAML file(s) to read as they are, instead of the split's files (repeatable).")] = None,
     k: Annotated[int, typer.Option(help="Retrieval depth for both systems and for Recall/nDCG@k.")] = 8,
     retry_fallbacks: Annotated[bool, typer.Option(
         "--retry-fallbacks", help="Re-run items whose retrieval ran degraded (embedding failure).")] = False,
@@ -50,15 +53,18 @@ def eval_command(
 ) -> None:
     """Evaluate the full system against the naive baseline on the golden set."""
     from policydesk.config import get_settings
-    from policydesk.evals.golden import GoldenError, load_golden
+    from policydesk.evals.golden import SPLITS, GoldenError, load_golden, load_split
     from policydesk.evals.harness import run_eval, write_results
     from policydesk.ingest import IngestError, ingest_directory
     from policydesk.providers import embedding_for, llm_for
     from policydesk.runtime import open_migrated
 
     settings = get_settings()
+    if split not in SPLITS:
+        typer.secho(f"error: --split must be one of {', '.join(SPLITS)}", err=True, fg=typer.colors.RED)
+        raise typer.Exit(2)
     try:
-        gold = load_golden(golden).slice(slice_)
+        gold = (load_golden(list(golden)) if golden else load_split(split)).slice(slice_)
     except GoldenError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)

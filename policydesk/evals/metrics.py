@@ -41,19 +41,30 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
     return dcg / ideal
 
 
-def right_version_in_context(context_ids: Sequence[str], expected_version: dict[str, int]) -> bool | None:
-    """Each expected doc's expected version is in context, and no other version of that doc is.
+def _versions_by_doc(pairs: Iterable[tuple[str, int]]) -> dict[str, set[int]]:
+    by_doc: dict[str, set[int]] = {}
+    for doc, version in pairs:
+        by_doc.setdefault(doc, set()).add(version)
+    return by_doc
+
+
+def _as_set(version: int | Iterable[int]) -> set[int]:
+    return {version} if isinstance(version, int) else set(version)
+
+
+def right_version_in_context(context_ids: Sequence[str], expected_version: dict[str, int | Iterable[int]],
+                             excluded: Iterable[str] = ()) -> bool | None:
+    """Each expected doc's expected version(s) are in context and no other version of it is,
+    and no excluded source (not in force on the applicable date) is.
 
     None when the item names no expected version (nothing to check).
     """
     if not expected_version:
         return None
-    present: dict[str, set[int]] = {}
-    for cid in context_ids:
-        dv = doc_version_of(cid)
-        if dv:
-            present.setdefault(dv[0], set()).add(dv[1])
-    return all(present.get(doc) == {version} for doc, version in expected_version.items())
+    present = _versions_by_doc(dv for dv in map(doc_version_of, context_ids) if dv)
+    if any(doc in present for doc in excluded):
+        return False
+    return all(present.get(doc) == _as_set(v) for doc, v in expected_version.items())
 
 
 _WS = re.compile(r"\s+")
@@ -63,21 +74,32 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text.lower().replace("-", " ")).strip()
 
 
+def fact_pattern(fact: str) -> re.Pattern[str]:
+    """A key fact as a whole-token phrase: its first and last tokens may not continue into a
+    neighbouring word or number ("90 days" is not in "190 days", "1,090 days", "1.90 days" or
+    "90 daysx"). Case and whitespace are normalised as before."""
+    return re.compile(r"(?<!\w)(?<!\d[.,])" + re.escape(_norm(fact)) + r"(?!\w)(?![.,]\d)")
+
+
+def key_fact_present(answer: str, fact: str) -> bool:
+    return bool(fact.strip()) and fact_pattern(fact).search(_norm(answer)) is not None
+
+
 def key_facts_present(answer: str, facts: Sequence[str]) -> bool:
     if not facts:
         return False
-    a = _norm(answer)
-    return all(_norm(f) in a for f in facts)
+    return all(key_fact_present(answer, f) for f in facts)
 
 
-def cited_versions_match(cited: Sequence[tuple[str, int]], expected_version: dict[str, int]) -> bool:
-    """Every expected doc is cited at its expected version, and never at another version."""
+def cited_versions_match(cited: Sequence[tuple[str, int]], expected_version: dict[str, int | Iterable[int]],
+                         excluded: Iterable[str] = ()) -> bool:
+    """Every expected doc is cited at exactly its expected version(s), and no excluded source is cited."""
+    by_doc = _versions_by_doc(cited)
+    if any(doc in by_doc for doc in excluded):
+        return False
     if not expected_version:
         return bool(cited)
-    by_doc: dict[str, set[int]] = {}
-    for doc, version in cited:
-        by_doc.setdefault(doc, set()).add(version)
-    return all(by_doc.get(doc) == {version} for doc, version in expected_version.items())
+    return all(by_doc.get(doc) == _as_set(v) for doc, v in expected_version.items())
 
 
 @dataclass

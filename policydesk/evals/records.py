@@ -69,9 +69,10 @@ class ItemRecord:
         self.recall = M.recall_at_k(ranked, item.expected_sections, k)
         self.mrr = M.reciprocal_rank(ranked[:k], item.expected_sections)
         self.ndcg = M.ndcg_at_k(ranked, item.expected_sections, k)
-        self.right_version = M.right_version_in_context(ranked, item.expected_version)
+        self.right_version = M.right_version_in_context(ranked, item.expected_version, item.excluded_sources)
         self.key_fact = self.answered and M.key_facts_present(self.answer, item.expected_key_facts)
-        self.versions_match = self.answered and M.cited_versions_match(self.cited_versions, item.expected_version)
+        self.versions_match = self.answered and M.cited_versions_match(self.cited_versions, item.expected_version,
+                                                                       item.excluded_sources)
         self.citations_in_context = self.answered and bool(self.cited_ids) and set(self.cited_ids) <= set(ranked)
         self.correct_and_cited = bool(self.key_fact and self.versions_match and self.citations_in_context)
 
