@@ -55,6 +55,7 @@ class AskPipeline:
                  gate: RefusalGate | None = None) -> None:
         self.db = db
         self.settings = settings
+        settings.abstain_threshold()  # refuse to start (UncalibratedThreshold) if the embedding model has none
         self.embed_model = embed_model
         self.llm = llm
         self._fixed_today = today  # tests and evals pin "today"; a server reads the clock per request
@@ -169,7 +170,7 @@ class AskPipeline:
             self._abstain(result, "No source you are cleared to see answers this question.", "no_source")
             return
         best = retrieved.best_similarity
-        if best is not None and best < self.settings.ABSTAIN_MIN_SIMILARITY:
+        if best is not None and best < self.settings.abstain_threshold():  # the active embedding model's
             self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.",
                           "weak_match")
             return

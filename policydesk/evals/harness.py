@@ -116,9 +116,13 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
     check_against_db(golden, db)
     users = ensure_eval_users(db)
     live = live_provider(settings) and not is_extractive(llm)
+    from policydesk.evals.calibrate import stored_threshold
+
+    threshold = stored_threshold(settings)
     run = EvalRun(
         run_id=new_run_id(), started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         golden_path=str(golden.path) if golden.path else None,
+        split=golden.meta.get("split"), golden_files=list(golden.meta.get("files", [])), abstain_threshold=threshold,
         reference_date=golden.reference_date.isoformat() if golden.reference_date else None,
         k=k, model=llm.metadata.model_name, embedding=type(embed_model).__name__,
         extractive=is_extractive(llm), items=list(golden.items), repeats=repeats if live else 1, corpus=corpus,
@@ -127,7 +131,10 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
         run.skipped.append("groundedness grader: skipped (offline; needs a live provider, POLICYDESK_GEMINI_API_KEY)")
         if repeats > 1:
             run.skipped.append(f"--repeats {repeats}: skipped (offline answers are deterministic; needs a live provider)")
-    eval_settings = settings.model_copy(update={"TOP_K": k})
+    if threshold is None:
+        run.skipped.append(f"similarity abstention: none applied, no threshold is calibrated for "
+                           f"{settings.embedding_model_name} (see the calibration section for the value dev recommends)")
+    eval_settings = settings.model_copy(update={"TOP_K": k, "ABSTAIN_MIN_SIMILARITY": threshold or 0.0})
     pipeline = AskPipeline(db, eval_settings, embed_model, llm, today=golden.reference_date)
     baseline = NaiveBaseline(db, embed_model, llm, k=k)
     catalog = ChunkCatalog(db)
@@ -161,7 +168,7 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
         run.leak_control = leak_control(catalog, UnscopedDenseRetriever(db, embed_model, k),
                                         [(item.id, item.question) for item in golden.items])
     if do_calibrate:
-        run.calibration = calibrate(db, settings, golden, embed_model, k=k)
+        run.calibration = calibrate(db, settings, golden, embed_model, k=k, split=run.split)
     run.summary = summarize(run)
     run.elapsed_s = round(time.perf_counter() - t0, 1)
     return run
@@ -174,6 +181,8 @@ def _cited_texts(catalog: ChunkCatalog, rec: ItemRecord) -> list[str]:
 def run_to_json(run: EvalRun) -> dict:
     return {
         "run_id": run.run_id, "started_at": run.started_at, "golden": run.golden_path, "corpus": run.corpus,
+        "split": run.split, "golden_files": run.golden_files, "abstain_threshold": run.abstain_threshold,
+        "embedding_model": run.calibration.embedding_model if run.calibration else None,
         "reference_date": run.reference_date, "k": run.k, "model": run.model, "embedding": run.embedding,
         "extractive": run.extractive, "repeats": run.repeats, "clean": run.clean, "leak_total": run.leak_total,
         "skipped": run.skipped, "elapsed_s": run.elapsed_s, "summary": run.summary,

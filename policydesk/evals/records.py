@@ -103,6 +103,9 @@ class EvalRun:
     repeats: int = 1
     elapsed_s: float = 0.0
     corpus: str | None = None
+    split: str | None = None  # dev | test (issue 16); None when files were given directly
+    golden_files: list[str] = field(default_factory=list)
+    abstain_threshold: float | None = None  # what the full system ran with (None: not calibrated, none applied)
 
     @property
     def degraded_items(self) -> list[str]:
@@ -161,6 +164,10 @@ def summarize(run: EvalRun) -> dict:
             brecs = [r for r in recs if r.bucket == b]
             if brecs:
                 out["buckets"].setdefault(b, {})[system] = _system_summary(brecs, items)
+        for tag, ids in tag_groups(run.items).items():
+            trecs = [r for r in recs if r.item_id.split("#")[0] in ids]
+            if trecs:
+                out.setdefault("tags", {}).setdefault(tag, {})[system] = _system_summary(trecs, items)
     out["leaks"] = run.leaks.to_json()
     out["leak_total"] = run.leak_total
     out["leak_control_total"] = run.leak_control.total if run.leak_control is not None else None
@@ -169,6 +176,17 @@ def summarize(run: EvalRun) -> dict:
     out["failures"] = {s: sorted(r.item_id for r in run.records if r.system == s and not r.correct_and_cited)
                        for s in SYSTEMS}
     return out
+
+
+def tag_groups(items: list[GoldenItem]) -> dict[str, set[str]]:
+    """tag -> item ids; items not tagged `new` also form the group `original` (issue 7's questions)."""
+    groups: dict[str, set[str]] = {}
+    for item in items:
+        for tag in item.tags or ():
+            groups.setdefault(tag, set()).add(item.id)
+        if "new" not in item.tags:
+            groups.setdefault("original", set()).add(item.id)
+    return dict(sorted(groups.items()))
 
 
 def bucket_score(summary: dict, bucket: str, system: str) -> float | None:

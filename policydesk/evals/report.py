@@ -46,7 +46,11 @@ def render_summary_md(run: EvalRun) -> str:
         f"# PolicyDesk eval {run.run_id}",
         "",
         f"- Status: **{_status(run)}**",
-        f"- Golden: `{run.golden_path}` ({len(run.items)} items), reference date {run.reference_date}, k={run.k}",
+        f"- Golden: split **{run.split or 'n/a (files given)'}**, "
+        + ", ".join(f"`{f}`" for f in (run.golden_files or [run.golden_path]))
+        + f" ({len(run.items)} items), reference date {run.reference_date}, k={run.k}",
+        "- Abstain threshold: " + ("none applied (not calibrated for this embedding model)" if run.abstain_threshold is None
+                                   else f"{run.abstain_threshold} (stored for this embedding model; calibrated on dev)"),
         f"- Model: `{run.model}`{' (offline extractive answerer)' if run.extractive else ''}; embeddings: {run.embedding}",
         f"- Elapsed: {run.elapsed_s} s",
     ]
@@ -79,16 +83,19 @@ def render_summary_md(run: EvalRun) -> str:
         lines += ["", "Positive control: the same checker over a deliberately unscoped retriever (owner login, no "
                   f"predicate, no RLS) as rep, {c.questions} questions: {c.retrieval} in retrieval, {c.prompt} in "
                   "prompts. It must be above zero, or the zeros above prove nothing."]
+    if s.get("tags"):
+        lines += ["", "## Per tag (an item counts under each of its tags; `original` = issue 7's questions)", "",
+                  "| tag | items | full: correct+cited | baseline: correct+cited | full: key fact only | "
+                  "baseline: key fact only | full: declined when it should | baseline: declined when it should |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for tag, by_sys in s["tags"].items():
+            f, b = by_sys.get("full"), by_sys.get("baseline")
+            if f and b:
+                lines.append(f"| {tag} | {f['n']} | {pct(f['correct_and_cited'])} | {pct(b['correct_and_cited'])} | "
+                             f"{pct(f['key_fact_only'])} | {pct(b['key_fact_only'])} | {pct(f['refusal_recall'])} | "
+                             f"{pct(b['refusal_recall'])} |")
     if run.calibration:
-        cj = run.calibration.to_json()
-        lines += ["", "## Abstention threshold calibration", "",
-                  f"- Current ABSTAIN_MIN_SIMILARITY: {cj['current']}; recommended: {cj['recommended']}",
-                  f"- Answerable items: best dense similarity min {num(cj['answerable_min'])}, max {num(cj['answerable_max'])}",
-                  "- Out-of-scope items: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cj["out_of_scope"].items())),
-                  f"- Current threshold abstains on answerable: {cj['current_abstains_answerable'] or 'none'}; "
-                  f"on out-of-scope: {cj['current_abstains_out_of_scope'] or 'none'}",
-                  f"- Recommended threshold abstains on answerable: {cj['recommended_abstains_answerable'] or 'none'}; "
-                  f"on out-of-scope: {cj['recommended_abstains_out_of_scope'] or 'none'}"]
+        lines += ["", "## Abstention threshold", ""] + calibration_lines(run.calibration.to_json())
     lines += ["", "## Items that were not correct and cited", ""]
     for sysname in ("full", "baseline"):
         lines.append(f"### {LABELS[sysname]}")
@@ -100,6 +107,25 @@ def render_summary_md(run: EvalRun) -> str:
             lines.append(f"- `{r.item_id}` ({r.bucket}): {why(r)}")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def calibration_lines(cj: dict) -> list[str]:
+    def ids(x):
+        return "n/a" if x is None else (", ".join(x) or "none")
+
+    lines = [f"- Embedding model: {cj.get('embedding_model')}; split: {cj.get('split') or 'n/a'}",
+             f"- Stored threshold for this model: {cj['current'] if cj['current'] is not None else 'NOT CALIBRATED'}",
+             f"- Answerable items: best dense similarity min {num(cj['answerable_min'])}, max {num(cj['answerable_max'])}",
+             "- Out-of-scope items: " + (", ".join(f"{k} {v:.3f}" for k, v in sorted(cj["out_of_scope"].items())) or "none"),
+             f"- Stored threshold abstains on answerable: {ids(cj['current_abstains_answerable'])}; "
+             f"on out-of-scope: {ids(cj['current_abstains_out_of_scope'])}"]
+    if cj.get("split") == "test":
+        lines.append("- Recommended: not computed on the test split (calibrate with `--split dev`)")
+    else:
+        lines += [f"- Recommended from these items: {cj['recommended']}",
+                  f"- Recommended threshold abstains on answerable: {ids(cj['recommended_abstains_answerable'])}; "
+                  f"on out-of-scope: {ids(cj['recommended_abstains_out_of_scope'])}"]
+    return lines
 
 
 def why(r: ItemRecord) -> str:
