@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     # similarities from different models are not on one scale. Calibrated on the golden set's dev
     # split only (`policydesk eval --split dev` -> summary.md / run.json "calibration"; the rule is in
     # policydesk/evals/calibrate.py) and reported on test (evals/README.md).
-    # all-MiniLM-L6-v2: 0.35, the value main ran with. On dev (run 20261130T045251Z-c436) answerable
+    # all-MiniLM-L6-v2: 0.35, the value main ran with. On dev (run 20261130T045509Z-f5f8) answerable
     # items score >= 0.650 and out-of-scope ones <= 0.369 ("What changed in the parking policy?"), so
     # the rule would recommend 0.50; not applied here because it changes answers (issue 16 measures
     # before any answer change). The effect 0.50 would have on test is in evals/README.md.
