@@ -60,3 +60,16 @@ def test_the_pipeline_abstains_by_the_active_models_threshold(demo_db, settings,
     assert not answered.abstained and "72 hours" in answered.answer
     strict = ask({OFFLINE_EMBEDDING_MODEL: 0.99, "gemini-embedding-001": 0.35})
     assert strict.abstained and strict.abstain_reason and "matched too weakly" in strict.abstain_reason
+
+
+def test_calibration_recommends_from_dev_and_never_from_test(demo_db, settings, embed_model):
+    from policydesk.evals.calibrate import calibrate
+    from policydesk.evals.golden import load_split
+
+    items = load_split("dev").only(["easy-01", "stale-04", "refuse-09", "d-refuse-02"])
+    dev = calibrate(demo_db, settings, items, embed_model, split="dev")
+    assert dev.embedding_model == OFFLINE_EMBEDDING_MODEL and dev.current == 0.35
+    assert set(dev.answerable) == {"easy-01", "stale-04"} and set(dev.out_of_scope) == {"refuse-09", "d-refuse-02"}
+    assert dev.recommended is not None
+    assert max(dev.out_of_scope.values()) < dev.recommended < min(dev.answerable.values())
+    assert calibrate(demo_db, settings, items, embed_model, split="test").recommended is None

@@ -98,3 +98,26 @@ def test_the_loader_refuses_ambiguous_or_conflicting_split_files(tmp_path):
     bad = _write(tmp_path / "w.yaml", "items:\n" + ITEM.format(id="w-1", q="q", extra="    split: holdout\n"))
     with pytest.raises(GoldenError, match="holdout"):
         load_golden(bad)
+
+
+def test_eval_refuses_an_unknown_split_before_touching_a_database():
+    from typer.testing import CliRunner
+
+    from policydesk.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "--split", "train"])
+    assert result.exit_code == 2
+    assert "--split must be one of dev, test" in result.output
+
+
+def test_a_test_split_run_recommends_no_threshold_and_says_what_the_stored_one_does():
+    from policydesk.evals.calibrate import Calibration
+    from policydesk.evals.report import calibration_lines
+
+    cal = Calibration(current=0.35, embedding_model="all-MiniLM-L6-v2", split="test",
+                      answerable={"a": 0.30, "b": 0.70}, out_of_scope={"o": 0.10})
+    text = "\n".join(calibration_lines(cal.to_json()))
+    assert "not computed on the test split" in text and "Recommended from these items" not in text
+    assert "abstains on answerable: a; on out-of-scope: o" in text
+    uncalibrated = "\n".join(calibration_lines(Calibration(current=None, split="dev").to_json()))
+    assert "NOT CALIBRATED" in uncalibrated
