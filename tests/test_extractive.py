@@ -115,3 +115,56 @@ def test_llm_for_without_a_key_is_the_extractive_answerer():
     llm = llm_for(Settings(GEMINI_API_KEY=None, _env_file=None))
     assert isinstance(llm, ExtractiveAnswerer) and is_extractive(llm)
     assert llm.metadata.is_chat_model and llm.metadata.model_name == "extractive-offline"
+
+
+# Issue 16: the answerer chooses by meaning, per question part, with no synonym table.
+TELEHEALTH = chunk("POL-TH:v1:visit-rules", "## Visit Rules\nA telehealth visit must last at least 10 minutes to be "
+                   "billed. The member's consent must be recorded before the visit starts.",
+                   title="Telehealth Services", section="Visit Rules")
+APPEALS = chunk("POL-AP:v1:filing-an-appeal", "## Filing an Appeal\nAppeals are reviewed by a clinician who did not "
+                "make the first decision. A member may file an appeal within 60 days of the denial notice.",
+                title="Member Appeals", section="Filing an Appeal")
+INTERPRETER = chunk("POL-INT:v1:phone", "Interpreter services are free to members. Representatives connect a phone "
+                    "interpreter within 60 seconds once the need is identified.",
+                    title="Interpreter Services", section="Phone Interpretation")
+
+
+def test_paraphrase_sharing_no_heading_word_quotes_the_rule_it_means():
+    # Pins: "cutoff to bill" quoted Telehealth's "10 minutes" through a synonym table.
+    result = answer("how late can a provider bill us after the service?", [TELEHEALTH, v2(), APPEALS])
+    assert result.claims[0].citations == [V2_ID] and "90 days" in result.claims[0].text
+
+
+def test_a_shared_possessive_does_not_pull_in_an_unrelated_sentence():
+    # Pins: "The member's ..." quoted a telehealth sentence because it shared "member's".
+    result = answer("The member's ID is on file, how long do they have to appeal?", [TELEHEALTH, APPEALS])
+    assert result.claims[0].citations == ["POL-AP:v1:filing-an-appeal"]
+    assert result.answer.split(": ", 1)[1].startswith("A member may file an appeal within 60 days")
+
+
+def test_first_quoted_sentence_states_the_value_asked_for():
+    result = answer("How quickly do we have to get an interpreter on the phone?", [INTERPRETER, TELEHEALTH])
+    assert "60 seconds" in result.claims[0].text
+
+
+def test_two_questions_in_one_get_one_cited_sentence_each_in_order():
+    result = answer("How long do providers have to file a claim, and how long does a member have to appeal?",
+                    [TELEHEALTH, APPEALS, v2()])
+    cited = [c.citations[0] for c in result.claims]
+    assert cited[:2] == [V2_ID, "POL-AP:v1:filing-an-appeal"]
+    assert "90 days" in result.claims[0].text and "60 days" in result.claims[1].text
+
+
+def test_question_about_something_no_source_covers_is_not_answerable():
+    result = answer("What is on the cafeteria menu this week?", [TELEHEALTH, APPEALS, v2()])
+    assert not result.answerable and result.claims == []
+
+
+def test_question_parts_split_on_a_second_ask_but_not_on_a_noun_list():
+    from policydesk.providers.choice import question_parts
+
+    assert question_parts("What's the filing limit? And what about appeals for denied claims?") == [
+        "What's the filing limit?", "And what about appeals for denied claims?"]
+    assert question_parts("how long to file and how long to appeal") == ["how long to file", "how long to appeal"]
+    assert question_parts("Do telehealth and behavioral health visits need prior auth?") == [
+        "Do telehealth and behavioral health visits need prior auth?"]

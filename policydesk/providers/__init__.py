@@ -32,8 +32,11 @@ def embedding_for(settings: Settings) -> BaseEmbedding:
     return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
 
 
-def llm_for(settings: Settings):
-    """The answering LLM: Gemini when a key is configured, else the offline extractive answerer."""
+def llm_for(settings: Settings, embed_model: BaseEmbedding | None = None):
+    """The answering LLM: Gemini when a key is configured, else the offline extractive answerer.
+
+    The extractive answerer chooses sentences with `embed_model` (the offline model by default).
+    """
     configure_llama_index()
     if settings.GEMINI_API_KEY:
         from policydesk.providers.gemini import gemini_llm
@@ -41,7 +44,9 @@ def llm_for(settings: Settings):
         return gemini_llm(settings)
     from policydesk.providers.extractive import ExtractiveAnswerer
 
-    return ExtractiveAnswerer()
+    if embed_model is None:
+        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+    return ExtractiveAnswerer(embed_model=embed_model)
 
 
 def is_extractive(llm) -> bool:

@@ -1,0 +1,98 @@
+"""What the offline answerer reads from a rendered prompt: the question and the source blocks.
+
+It reads only the user turn the synthesizer renders (never the system message), so it sees
+exactly what Gemini would see, and it splits block text into quotable sentences.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+from policydesk.detectors import find_claim_decision_language
+from policydesk.synthesis.prompt import unescape_data
+
+_SOURCE_BLOCK = re.compile(r"<source ([^>]*)>\n(.*?)\n</source>", re.DOTALL)
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+_QUESTION_BLOCK = re.compile(r"<question>\n(.*?)\n</question>", re.DOTALL)
+_TOKEN = re.compile(r"[a-z0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_LIST_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
+_INJECTION = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?|above|previous)\b",
+    r"\b(?:system\s+prompt|new\s+instructions?|developer\s+message)\b",
+    r"\byou\s+are\s+now\b|\bact\s+as\b|\bpretend\s+to\b",
+    r"\b(?:tell|inform)\s+the\s+(?:caller|member|user|rep)\s+that\b",
+    r"\b(?:respond|reply|answer)\s+(?:only\s+)?with\b",
+    r"\bdo\s+not\s+cite\b",
+))
+# English function words; nothing here is specific to a plan or a corpus.
+_STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers him his how i if in into is it its itself just me more most my no nor not
+now of off on once only or other our out over own same she should so some such than that the their
+them then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours please tell know
+""".split())
+
+
+@dataclass(frozen=True)
+class SourceBlock:
+    id: str
+    doc: str
+    title: str
+    section: str
+    version: str
+    in_force: str
+    type: str
+    text: str
+
+    @property
+    def heading(self) -> str:
+        return f"{self.title} — {self.section}" if self.section else self.title
+
+
+def parse_prompt(prompt: str) -> tuple[str, list[SourceBlock]]:
+    """The question and the source blocks of a rendered user turn (the first ones found)."""
+    blocks: dict[str, SourceBlock] = {}
+    for m in _SOURCE_BLOCK.finditer(prompt):
+        attrs = {k: html.unescape(v) for k, v in _ATTR.findall(m.group(1))}
+        if "id" in attrs and attrs["id"] not in blocks:
+            blocks[attrs["id"]] = SourceBlock(
+                id=attrs["id"], doc=attrs.get("doc", attrs["id"]), title=attrs.get("title", ""), section=attrs.get("section", ""),
+                version=attrs.get("version", ""), in_force=attrs.get("in_force", ""),
+                type=attrs.get("type", ""), text=unescape_data(m.group(2)),
+            )
+    question = _QUESTION_BLOCK.search(prompt)
+    return (unescape_data(question.group(1)) if question else ""), list(blocks.values())
+
+
+def sentences(text: str) -> list[str]:
+    out: list[str] = []
+    for line in text.splitlines():
+        line = _LIST_MARK.sub("", line).strip()
+        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+    return out
+
+
+def word_count(text: str) -> int:
+    return len(_TOKEN.findall(text.lower()))
+
+
+def looks_injected(sentence: str) -> bool:
+    return any(p.search(sentence) for p in _INJECTION) or bool(find_claim_decision_language(sentence))
+
+
+def _stem(token: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            token = token[: -len(suffix)]
+            break
+    return token[:-1] if token.endswith("e") and len(token) > 3 else token
+
+
+def terms(text: str) -> set[str]:
+    """Content-word stems, for the lexical tie-breaker (no synonym table: meaning comes from embeddings)."""
+    return {_stem(t) for t in _TOKEN.findall(text.lower()) if len(t) > 1 and t not in _STOPWORDS}

@@ -1,0 +1,164 @@
+"""Which sentences the offline answerer quotes: chosen by meaning, with words as the tie-breaker.
+
+Each part of the question ("how long to file, and where do appeals go?") gets its own best
+sentence, by cosine similarity between the part and the sentence read under its heading, using
+the same embedding model as retrieval. Lexical overlap only breaks near-ties; there is no
+synonym table, so nothing here knows one corpus's vocabulary. A part whose best sentence is
+not similar enough is left unanswered rather than answered with a neighbour.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from policydesk.providers.blocks import SourceBlock, looks_injected, sentences, terms, word_count
+
+# Below this cosine similarity a sentence does not address the question part (MiniLM scale;
+# chosen on the golden dev split, see evals/README.md).
+SIMILARITY_FLOOR = 0.35
+# Lexical overlap (share of the part's content words) only separates near-equal meanings.
+LEXICAL_WEIGHT = 0.08
+# A question asking "how long / how many / when" wants the sentence that states the value,
+# not its neighbour that restates the topic.
+VALUE_BONUS = 0.06
+# Close calls go to binding text: a policy outranks a wiki page, a wiki page a call note.
+TYPE_BONUS = {"policy": 0.02, "wiki": 0.0, "call_note": -0.03}
+# Another policy's best sentence is quoted too when it is this close to the best one
+# (cross-document questions: "do telehealth and behavioral health both ...").
+CROSS_DOC_MARGIN = 0.03
+MAX_SENTENCES = 4
+
+_NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|fifteen|"
+                r"twenty|thirty|forty|forty-five|sixty|ninety)")
+_VALUE = re.compile(
+    r"(?:\b\d+(?:\.\d+)?\)?|\b" + _NUMBER_WORD + r")\s*(?:-\s*)?(?:calendar\s+|business\s+|working\s+)?"
+    r"(?:days?|hours?|hrs?|weeks?|months?|years?|minutes?|visits?|percent|%|dollars?)|\$\s?\d",
+    re.IGNORECASE,
+)
+_ASKS_FOR_VALUE = re.compile(
+    r"\b(?:how\s+(?:long|many|much|soon|often|quickly|fast)|when|deadline|limit|window|within|timely|"
+    r"days?|hours?|period|time\s*frame|cut-?off|by\s+when|what\s+is\s+the\s+(?:copay|cost|fee))\b",
+    re.IGNORECASE,
+)
+# Where one question becomes two: a second question mark, a semicolon, or "and"/"also"
+# followed by a new interrogative.
+_PART_BREAK = re.compile(
+    r"(?<=\?)\s+(?=\S)|;\s*|\s+(?:and|also|plus|as\s+well\s+as)\s+(?=(?:what|how|when|where|who|which|"
+    r"is|are|does|do|can|could|should|must|will|would)\b)",
+    re.IGNORECASE,
+)
+
+
+class Embedder(Protocol):
+    def get_query_embedding(self, query: str) -> list[float]: ...
+    def get_text_embedding_batch(self, texts: list[str], **kwargs) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    block_index: int
+    sentence_index: int
+    sentence: str
+    similarity: float
+    score: float
+
+
+def question_parts(question: str) -> list[str]:
+    """The question's separate asks; a fragment with fewer than two content words joins its neighbour."""
+    parts: list[str] = []
+    for piece in _PART_BREAK.split(question.strip()):
+        piece = piece.strip(" ,")
+        if not piece:
+            continue
+        if parts and len(terms(piece)) < 2:
+            parts[-1] = f"{parts[-1]} {piece}"
+        else:
+            parts.append(piece)
+    if len(parts) > 1 and len(terms(parts[0])) < 2:
+        parts[1] = f"{parts[0]} {parts[1]}"
+        parts.pop(0)
+    return parts or [question]
+
+
+def states_value(sentence: str) -> bool:
+    return bool(_VALUE.search(sentence))
+
+
+class _VectorCache:
+    """Sentence vectors by text, so a chunk quoted again is not re-embedded (bounded, LRU)."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embed(self, model: Embedder, texts: list[str]) -> list[np.ndarray]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            for text, vector in zip(missing, model.get_text_embedding_batch(missing), strict=True):
+                self._vectors[text] = _unit(vector)
+        out = []
+        for text in texts:
+            self._vectors.move_to_end(text)
+            out.append(self._vectors[text])
+        while len(self._vectors) > self._size:
+            self._vectors.popitem(last=False)
+        return out
+
+
+def _unit(vector) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
+class SentenceChooser:
+    def __init__(self, model: Embedder, cache: _VectorCache | None = None) -> None:
+        self._model = model
+        self._cache = cache or _VectorCache()
+
+    def choose(self, question: str, blocks: list[SourceBlock]) -> list[Candidate]:
+        """The sentences to quote, in answer order: per question part its best, then close other policies."""
+        quotable = [(b, s, text) for b, block in enumerate(blocks) for s, text in enumerate(sentences(block.text))
+                    if word_count(text) >= 3 and not looks_injected(text)]
+        if not quotable:
+            return []
+        vectors = self._cache.embed(self._model, [f"{blocks[b].heading}: {text}" for b, _, text in quotable])
+        chosen: list[Candidate] = []
+        for part in question_parts(question):
+            ranked = self._rank(part, blocks, quotable, vectors)
+            if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
+                continue
+            best = ranked[0]
+            picks = [best]
+            seen_docs = {blocks[best.block_index].doc}
+            for c in ranked[1:]:
+                block = blocks[c.block_index]
+                if c.score < best.score - CROSS_DOC_MARGIN:
+                    break
+                if block.type == "policy" and block.doc not in seen_docs and c.similarity >= SIMILARITY_FLOOR:
+                    picks.append(c)
+                    seen_docs.add(block.doc)
+            for c in picks:
+                if all((c.block_index, c.sentence_index) != (o.block_index, o.sentence_index) for o in chosen):
+                    chosen.append(c)
+        return chosen[:MAX_SENTENCES]
+
+    def _rank(self, part: str, blocks, quotable, vectors) -> list[Candidate]:
+        q = _unit(self._model.get_query_embedding(part))
+        wanted = terms(part)
+        wants_value = bool(_ASKS_FOR_VALUE.search(part))
+        ranked = []
+        for (b, s, text), vector in zip(quotable, vectors, strict=True):
+            block = blocks[b]
+            similarity = float(np.dot(q, vector))
+            overlap = len(wanted & terms(f"{block.heading} {text}")) / len(wanted) if wanted else 0.0
+            score = similarity + LEXICAL_WEIGHT * overlap + TYPE_BONUS.get(block.type, 0.0)
+            if wants_value and states_value(text):
+                score += VALUE_BONUS
+            ranked.append(Candidate(b, s, text, similarity, score))
+        return sorted(ranked, key=lambda c: (-c.score, c.block_index, c.sentence_index))
