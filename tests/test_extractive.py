@@ -168,3 +168,12 @@ def test_question_parts_split_on_a_second_ask_but_not_on_a_noun_list():
     assert question_parts("how long to file and how long to appeal") == ["how long to file", "how long to appeal"]
     assert question_parts("Do telehealth and behavioral health visits need prior auth?") == [
         "Do telehealth and behavioral health visits need prior auth?"]
+
+
+def test_a_wiki_restating_a_policy_sentence_is_replaced_by_the_policy_it_restates():
+    policy = chunk("POL-TH:v1:cost-sharing", "Telehealth visits for primary care and behavioral health have a "
+                   "0 dollar copay.", title="Telehealth Services", section="Member Cost Sharing")
+    faq = chunk("WIKI-TH:v1:copays", "Primary care and behavioral health telehealth visits have a 0 dollar copay.",
+                title="Telehealth FAQ", section="Audio-Only Visits and Copays", source_type="wiki")
+    result = answer("What is the copay for a behavioral health telehealth visit?", [faq, policy])
+    assert result.claims[0].citations == ["POL-TH:v1:cost-sharing"]

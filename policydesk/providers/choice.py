@@ -32,6 +32,9 @@ TYPE_BONUS = {"policy": 0.02, "wiki": 0.0, "call_note": -0.03}
 # (cross-document questions: "do telehealth and behavioral health both ...").
 CROSS_DOC_MARGIN = 0.03
 MAX_SENTENCES = 4
+# A wiki page or note sentence that says what a policy sentence says (cosine of the plain
+# sentences at least this) is a restatement: the binding policy sentence is quoted instead.
+RESTATEMENT_COSINE = 0.85
 
 _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|fifteen|"
                 r"twenty|thirty|forty|forty-five|sixty|ninety)")
@@ -133,7 +136,7 @@ class SentenceChooser:
             ranked = self._rank(part, blocks, quotable, vectors)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
                 continue
-            best = ranked[0]
+            best = self._binding(ranked, blocks)
             picks = [best]
             seen_docs = {blocks[best.block_index].doc}
             for c in ranked[1:]:
@@ -147,6 +150,20 @@ class SentenceChooser:
                 if all((c.block_index, c.sentence_index) != (o.block_index, o.sentence_index) for o in chosen):
                     chosen.append(c)
         return chosen[:MAX_SENTENCES]
+
+    def _binding(self, ranked: list[Candidate], blocks: list[SourceBlock]) -> Candidate:
+        """The best candidate, or the policy sentence it restates when the best is a wiki page or note."""
+        best = ranked[0]
+        if blocks[best.block_index].type == "policy":
+            return best
+        policies = [c for c in ranked if blocks[c.block_index].type == "policy" and c.similarity >= SIMILARITY_FLOOR]
+        if not policies:
+            return best
+        best_vector, *vectors = self._cache.embed(self._model, [best.sentence, *(c.sentence for c in policies)])
+        for c, vector in zip(policies, vectors, strict=True):
+            if float(np.dot(best_vector, vector)) >= RESTATEMENT_COSINE:
+                return c
+        return best
 
     def _rank(self, part: str, blocks, quotable, vectors) -> list[Candidate]:
         q = _unit(self._model.get_query_embedding(part))
