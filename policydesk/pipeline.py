@@ -20,6 +20,7 @@ from policydesk.citing import citation_from_node
 from policydesk.dates import DateInputError, check_date_order, iso_dates_in, parse_input_date
 from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.instrumentation import install_instrumentation
+from policydesk.question_dates import QuestionDate, dates_by_basis, dates_in_question
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
@@ -44,6 +45,10 @@ __all__ = ["AskPipeline", "AskError", "AskRequest", "AskResult", "build_pipeline
 log = logging.getLogger(__name__)
 
 EXTRACTIVE_NOTE = "Answered by the offline extractive answerer: quoted sentences from the cited sources, not a model."
+
+
+def _quoted(d: QuestionDate) -> str:
+    return f"\u201c{d.text}\u201d ({d.value.isoformat()})"
 
 
 class AskError(Exception):
@@ -91,6 +96,33 @@ class AskPipeline:
         check_date_order(dates["date_of_service"], dates["denial_notice_date"])
         return {b: d for b, d in dates.items() if d is not None}
 
+    def _question_dates(self, question: str, entered: dict[str, date], result: AskResult) -> dict[str, date]:
+        """Entered dates win; with none entered, the dates written in the question apply, and say so."""
+        found = dates_in_question(question, self.today)
+        if not found or any(sum(d.basis == b for d in found) > 1 for b in BASIS_KEYS):
+            return entered  # none, or a range ("between X and Y"), which only what-changed reads
+        written = dates_by_basis(found)
+        if entered:
+            for d in written.values():
+                if d.basis in entered and entered[d.basis] != d.value:
+                    result.warnings.append(AnswerWarning(kind="date_in_question", message=(
+                        f"The question mentions {_quoted(d)}, but the {basis_label(d.basis)} entered is "
+                        f"{entered[d.basis].isoformat()}; versions were resolved for the entered date.")))
+            return entered
+        applied = {b: d.value for b, d in written.items()}
+        try:
+            check_date_order(applied.get("date_of_service"), applied.get("denial_notice_date"))
+        except DateInputError as exc:
+            result.warnings.append(AnswerWarning(kind="date_in_question", message=(
+                f"The dates in the question were not used ({exc}); enter them in the date fields.")))
+            return entered
+        result.dates = {b: (applied[b].isoformat() if b in applied else None) for b in BASIS_KEYS}
+        read = "; ".join(d.describe() for d in written.values())
+        result.warnings.append(AnswerWarning(kind="date_from_question", message=(
+            f"No date was entered, so PolicyDesk read {read} from the question and resolved versions for it. "
+            "Enter the date in the date fields if that is not the date that applies.")))
+        return applied
+
     # -- the whole request --------------------------------------------------------------------
     def ask(self, req: AskRequest) -> AskResult:
         draft = TraceDraft()
@@ -129,6 +161,7 @@ class AskPipeline:
         if screening.refusal is not None:
             self._refuse(result, screening.refusal.reason.value, screening.refusal.message)
             return
+        dates = self._question_dates(question, dates, result)
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
         # retrieve() opens the span that times the stage and fires the events the trace collects,

@@ -22,6 +22,8 @@ WARNING_LABELS = {
     "extractive": "Extractive answerer",
     "stale_source": "Stale source",
     "version_swapped": "Version applied",
+    "date_from_question": "Date read from the question",
+    "date_in_question": "Date in the question differs",
 }
 
 
