@@ -1,7 +1,8 @@
 """`policydesk ingest DIR`: validate everything, embed, then write in one transaction.
 
 - Unchanged sources (same file SHA-256) write nothing.
-- A changed source replaces its version's chunks under the same chunk ids.
+- A changed source replaces its version's chunks under the same chunk ids; only text the same
+  embedding model has not embedded before is embedded (embedcache.py).
 - A new version closes the window of the version it supersedes.
 - Any error before commit leaves every table as it was.
 - A file that cannot be read or carries member PHI refuses the whole ingest, every such file
@@ -15,9 +16,8 @@ from pathlib import Path
 
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.orm import Session
-from tqdm import tqdm
-
 from policydesk.ingest.chunking import embed_text
+from policydesk.ingest.embedcache import embed_cached
 from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, windows_for
 from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.manifest import Source, check_windows, load_manifest
@@ -34,6 +34,7 @@ class IngestReport:
     unchanged: int = 0
     written_versions: list[str] = field(default_factory=list)
     chunks_written: int = 0
+    chunks_embedded: int = 0  # of those, embedded now (the rest came from the embedding cache)
     windows_closed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "file: field: reason", with --skip-bad
     warnings: list[str] = field(default_factory=list)  # "file: warning"
@@ -42,7 +43,8 @@ class IngestReport:
         skipped = f"; {len(self.skipped)} refused and skipped" if self.skipped else ""
         return (
             f"{self.sources} sources: {len(self.written_versions)} written, {self.unchanged} unchanged{skipped}; "
-            f"{self.chunks_written} chunks written; {len(self.windows_closed)} version windows updated"
+            f"{self.chunks_written} chunks written ({self.chunks_embedded} embedded, the rest from the embedding "
+            f"cache); {len(self.windows_closed)} version windows updated"
         )
 
 
@@ -53,19 +55,15 @@ def plan_directory(directory: Path, settings) -> tuple[list[Source], list[Planne
     return sources, [plan_source(s, settings, budget) for s in sources]
 
 
-def _embed(prepared: list[PlannedSource], embed_model, progress: bool) -> list[list[list[float]]]:
+def _embed(session: Session, prepared: list[PlannedSource], embed_model, progress: bool
+           ) -> tuple[list[list[list[float]]], int]:
     texts = [embed_text(p.source.title, c.text) for p in prepared for c in p.chunks]
-    vectors: list[list[float]] = []
-    batch = max(1, getattr(embed_model, "embed_batch_size", 32))
-    with tqdm(total=len(texts), desc="embedding", unit="chunk", disable=not progress) as bar:
-        for start in range(0, len(texts), batch):
-            vectors.extend(embed_model.get_text_embedding_batch(texts[start : start + batch]))
-            bar.update(min(batch, len(texts) - start))
+    vectors, embedded = embed_cached(session, texts, embed_model, progress=progress)
     out, i = [], 0
     for p in prepared:
         out.append(vectors[i : i + len(p.chunks)])
         i += len(p.chunks)
-    return out
+    return out, embedded
 
 
 def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False,
@@ -107,7 +105,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                     if getattr(doc, attr) != getattr(p.source, attr):
                         raise IngestError(p.source.file, field_name, f"differs from the indexed {doc.doc_id} ({getattr(doc, attr)!r})")
 
-        embeddings = _embed(changed, embed_model, progress) if changed else []
+        embeddings, report.chunks_embedded = _embed(session, changed, embed_model, progress) if changed else ([], 0)
 
         for p, vectors in zip(changed, embeddings):
             s = p.source

@@ -146,6 +146,15 @@ class Chunk(Base):
     section_id = mapped_column(String, Computed("metadata_->>'section_id'", persisted=True))
 
 
+class EmbeddingCache(Base):
+    """Vectors already computed, by (model key, SHA-256 of the text embedded); owner only (0011)."""
+    __tablename__ = "embedding_cache"
+    model: Mapped[str] = mapped_column(Text, primary_key=True)
+    text_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    embedding = mapped_column(Vector(), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
 class Trace(Base):
     __tablename__ = "traces"
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
