@@ -90,6 +90,14 @@ def test_nothing_above_clearance_comes_back_from_the_side_function(role, demo_db
         assert any(meta[i][0] in ("restricted", "compliance") or meta[i][1] for i in ids)
 
 
+def test_the_side_function_tells_the_planner_it_returns_few_rows(demo_db):
+    # Without a ROWS clause Postgres assumes 1,000 rows and joins to data_chunks by scanning every
+    # permitted chunk (migration 0012); a migration replacing the function must keep it.
+    with demo_db.owner.connect() as conn:
+        rows = conn.execute(text("SELECT prorows FROM pg_proc WHERE proname = 'policydesk_text_search'")).scalars().all()
+    assert rows and all(r <= 200 for r in rows)
+
+
 def test_no_scope_no_rows_and_no_direct_read(demo_db):
     with demo_db.app.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM policydesk_text_search('claim|filing', 50)")).scalar_one() == 0

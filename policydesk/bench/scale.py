@@ -228,6 +228,7 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
                     "statement_has_to_tsvector": "to_tsvector" in (cap.statement or "")})
     event.remove(db.app, "before_cursor_execute", cap._on)
     results.append(_explain_side_path(db, questions[0], out_dir, tag))
+    results.append(_explain_text_join(db, questions[0], out_dir, tag))
     results.append(_explain_version_lookups(db, out_dir, tag))
     return results
 
@@ -244,6 +245,20 @@ def _explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
         plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql), {"q": or_query(question)}))
     (out_dir / f"{tag}_text_side_path_rep.txt").write_text(f"-- function body\n{body}\n-- plan\n{plan}\n")
     return {"case": "fulltext_side_path_rep", "uses_gin": "chunk_search_tsv" in plan}
+
+
+def _explain_text_join(db, question: str, out_dir: Path, tag: str) -> dict:
+    """The full-text arm's whole statement (side function joined to the chunk rows), as a rep."""
+    from policydesk.retrievers.text import or_query, search_statement
+
+    rep = Clearance(role="bench:rep", levels=("public", "internal"), sensitive=False)
+    stmt = search_statement(or_query(question), 20, rep)
+    sql = str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    with permitted_scope(rep), db.app.begin() as conn:
+        plan = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql)))
+    (out_dir / f"{tag}_text_join_rep.txt").write_text(f"-- statement\n{sql}\n-- plan\n{plan}\n")
+    return {"case": "fulltext_join_rep", "chunk_rows_by_node_id_index": "data_chunks_node_id_key" in plan,
+            "seq_scan_on_chunks": "Seq Scan on data_chunks" in plan, "exec": plan.strip().splitlines()[-1]}
 
 
 def _explain_version_lookups(db, out_dir: Path, tag: str) -> dict:
