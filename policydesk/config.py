@@ -85,9 +85,6 @@ class Settings(BaseSettings):
     # pgvector 0.8 iterative index scans: a filtered HNSW top-k keeps scanning until k rows pass.
     HNSW_EF_SEARCH: int = 100
     HNSW_MAX_SCAN_TUPLES: int = 40000
-    # Full text leaves out words whose lexemes are in more than this share of the chunks the
-    # caller may read (migration 0014); None searches every word.
-    TEXT_COMMON_TERM_FRACTION: float | None = Field(default=0.10, gt=0, le=1)
     MAX_QUESTION_CHARS: int = 1000
     # The plan's own member, subscriber and claim number formats (regular expressions, matched
     # case-insensitively as whole tokens). The refusal gate, the redaction layer, the ingester and

@@ -166,8 +166,7 @@ class AskPipeline:
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
         # retrieve() opens the span that times the stage and fires the events the trace collects,
         # including the HybridRetrievalEvent that says whether retrieval ran degraded.
-        retriever = HybridRetriever(self.store, self.embed_model, clearance=clearance, top_k=self.settings.TOP_K,
-                                    common_term_fraction=self.settings.TEXT_COMMON_TERM_FRACTION)
+        retriever = HybridRetriever(self.store, self.embed_model, clearance=clearance, top_k=self.settings.TOP_K)
         retrieved_nodes = retriever.retrieve(QueryBundle(question))
         retrieved = draft.retrieval
         if retrieved is None:  # without it, a degraded retrieval would pass silently: fail closed

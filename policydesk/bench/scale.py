@@ -115,7 +115,6 @@ def insert_filler(db, n: int, *, seed: int = 8, noise: float = 0.03) -> dict[str
     t2 = time.perf_counter()
     with db.owner.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE data_chunks; ANALYZE chunk_search; ANALYZE document_versions; ANALYZE documents"))
-        conn.execute(text("SELECT policydesk_refresh_lexeme_stats()"))
     t_analyze = time.perf_counter() - t2
     with db.owner.connect() as conn:
         total = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()

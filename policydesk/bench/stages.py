@@ -128,8 +128,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
 
     def one(q: Question, record: bool) -> None:
         clearance = clearance_for(q.role)
-        hybrid = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
-            common_term_fraction=settings.TEXT_COMMON_TERM_FRACTION)
+        hybrid = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K)
         dense_arm, text_arm = hybrid.arms
         emb, t_embed = timed(lambda: embed_model.get_query_embedding(q.text))
         bundle = QueryBundle(q.text, embedding=emb)

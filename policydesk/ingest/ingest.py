@@ -153,8 +153,6 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
             # Fresh statistics keep the planner's estimate of the access predicate honest
             # (it decides between the HNSW index and an exact scan).
             session.execute(text("ANALYZE data_chunks"))
-            # Which words are common, per access level, for the full-text arm (migration 0014).
-            session.execute(text("SELECT policydesk_refresh_lexeme_stats()"))
     return report
 
 

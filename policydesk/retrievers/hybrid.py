@@ -61,15 +61,13 @@ class HybridRetrievalEvent(BaseEvent):
 
 class HybridRetriever(BaseRetriever):
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
-                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True,
-                 common_term_fraction: float | None = None, **kwargs: Any) -> None:
+                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
             vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
         # as PGVectorStore's own text query, but served by a GIN index under RLS.
         self._text = IndexedTextRetriever(
-            *store_engines(vector_store), ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text",
-                                                    common_term_fraction=common_term_fraction))
+            *store_engines(vector_store), ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text"))
         self._top_k = top_k
         self._split = split_parts
         super().__init__(**kwargs)

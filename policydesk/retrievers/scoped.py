@@ -25,9 +25,6 @@ class ArmConfig(BaseModel):
     top_k: int = 8
     mode: Literal["dense", "text"] = "dense"
     extra_filters: MetadataFilters | None = None
-    # Full text only: drop words common to more than this share of the permitted chunks
-    # (migration 0014); None searches every word.
-    common_term_fraction: float | None = None
 
 
 def _from_store_metadata(nodes: list[NodeWithScore]) -> list[NodeWithScore]:

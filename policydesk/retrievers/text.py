@@ -29,12 +29,9 @@ from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
 
 
-def search_statement(query: str, k: int, clearance: Clearance, common_term_fraction: float | None = None) -> Select:
+def search_statement(query: str, k: int, clearance: Clearance) -> Select:
     """One round trip: ids and ranks from the side path, joined to the chunk rows read under the
-    access predicate (and RLS behind it). With `common_term_fraction`, words common to more than
-    that share of the permitted chunks are left out first (migration 0014)."""
-    if common_term_fraction is not None:
-        query = func.policydesk_prune_query(query, common_term_fraction)
+    access predicate (and RLS behind it)."""
     found = func.policydesk_text_search(query, k).table_valued(
         column("node_id", String), column("rank", Float)).render_derived(name="s")
     return (select(Chunk.node_id, Chunk.text, Chunk.metadata_, found.c.rank)
@@ -72,8 +69,7 @@ class IndexedTextRetriever(BaseRetriever):
         query = or_query(query_bundle.query_str)
         if not query:
             return None
-        return search_statement(query, self._config.top_k, self._config.clearance,
-                                self._config.common_term_fraction)
+        return search_statement(query, self._config.top_k, self._config.clearance)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         stmt = self._statement(query_bundle)
