@@ -79,7 +79,7 @@ def main() -> None:
     env.pop("DATABASE_URL", None)
     cli = str(BIN / "policydesk")
     subprocess.run([cli, "demo", "--no-serve"], env=env, check=True, capture_output=True, cwd=ROOT)
-    users = [(f"load{i}", f"load-pass-{i}") for i in range(args.clients)]
+    users = [(f"load{i}", f"load-password-{i}") for i in range(args.clients)]  # 12+ characters
     for name, pw in users:
         subprocess.run([cli, "users", "add", name, "--role", "rep", "--password", pw], env=env, check=True,
                        capture_output=True, cwd=ROOT)
