@@ -31,7 +31,7 @@ from policydesk.storage.security import check_secure_start, database_problems
 from policydesk.users import add_user
 from tests.conftest import CORPUS, REPO, WEB_TODAY
 
-QUESTIONS = [q["question"] for q in yaml.safe_load((REPO / "evals" / "golden.yaml").read_text())["items"]][:12]
+QUESTIONS = [q["question"] for q in yaml.safe_load((REPO / "evals" / "golden_dev.yaml").read_text())["items"]][:12]
 
 
 @pytest.fixture(scope="module")
