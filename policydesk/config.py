@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.access import ROLES
+from policydesk.extensions.spec import ComponentSpec
 from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
@@ -114,6 +116,16 @@ class Settings(BaseSettings):
     # An explicit threshold for whichever model is active, overriding ABSTAIN_THRESHOLDS
     # (POLICYDESK_ABSTAIN_MIN_SIMILARITY). None: use the per-model value.
     ABSTAIN_MIN_SIMILARITY: float | None = None
+
+    # Extension components (docs/extending.md): JSON lists of {"name", "factory", "options"}.
+    # Retrievers join the built-in arms in one reciprocal rank fusion; postprocessors run after
+    # version resolution and conflict flagging. The clearance guard re-checks what both return.
+    RETRIEVERS: list[ComponentSpec] = Field(default_factory=list)
+    POSTPROCESSORS: list[ComponentSpec] = Field(default_factory=list)
+    # Components installed as entry points (groups policydesk.retrievers, policydesk.postprocessors)
+    # are used unless this is false; their options, keyed by entry-point name.
+    ENTRY_POINT_COMPONENTS: bool = True
+    COMPONENT_OPTIONS: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     # Versions
     RECENT_CHANGE_DAYS: int = 365

@@ -32,6 +32,7 @@ SPAN_STAGES = {
     "HybridRetriever.aretrieve": "retrieval",
     "VersionResolver._postprocess_nodes": "version_resolution",
     "ConflictFlagger._postprocess_nodes": "version_resolution",
+    "ClearanceGuard._postprocess_nodes": "clearance_guard",
     "CitedAnswerSynthesizer.synthesize": "synthesis",
     "CitedAnswerSynthesizer.asynthesize": "synthesis",
 }

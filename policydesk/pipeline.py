@@ -23,7 +23,9 @@ from policydesk.instrumentation import install_instrumentation
 from policydesk.question_dates import QuestionDate, dates_by_basis, dates_in_question
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
-from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from policydesk.extensions.registry import Extensions
+from policydesk.extensions.stack import RequestStack
+from policydesk.retrievers import chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
@@ -69,6 +71,7 @@ class AskPipeline:
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
         self.gate = gate or gate_for(db, settings, embed_model)
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
+        self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
 
     @property
@@ -165,9 +168,11 @@ class AskPipeline:
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
         # retrieve() opens the span that times the stage and fires the events the trace collects,
-        # including the HybridRetrievalEvent that says whether retrieval ran degraded.
-        retriever = HybridRetriever(self.store, self.embed_model, clearance=clearance, top_k=self.settings.TOP_K)
-        retrieved_nodes = retriever.retrieve(QueryBundle(question))
+        # including the HybridRetrievalEvent that says whether retrieval ran degraded. Extension
+        # retrievers join the same fusion; the clearance guard re-checks every node it returns.
+        stack = RequestStack(self.extensions, db=self.db, store=self.store, embed_model=self.embed_model,
+                             settings=self.settings, clearance=clearance, dates=dates, today=self.today)
+        retrieved_nodes = stack.retrieve(QueryBundle(question))
         retrieved = draft.retrieval
         if retrieved is None:  # without it, a degraded retrieval would pass silently: fail closed
             raise RuntimeError("the retrieval summary event was not collected")
@@ -185,7 +190,8 @@ class AskPipeline:
                                    recent_change_days=self.settings.RECENT_CHANGE_DAYS, report=report)
         flagger = ConflictFlagger(report=report)
         try:
-            nodes = flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes))
+            # Extension postprocessors run last, and the guard once more before the prompt.
+            nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes)))
         except NoVersionInForce as exc:
             self._refuse(result, "no_version_in_force", str(exc))
             return

@@ -40,6 +40,8 @@ class TraceDraft:
     tokens_in: int = 0
     tokens_out: int = 0
     attempts: list[dict] = field(default_factory=list)  # the synthesizer's attempts, raw replies and errors
+    components: list[dict] = field(default_factory=list)  # retrievers and extension postprocessors that ran
+    guard: dict | None = None  # the clearance guard's passes, checks and drops (extensions/stack.py)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -81,6 +83,15 @@ def request_cost(model: str, tokens_in: int, tokens_out: int, settings) -> float
     return round(cost_usd(tokens_in, tokens_out, settings), 8)
 
 
+def instrumentation(draft: TraceDraft) -> dict[str, Any]:
+    """What the instrumentation saw; which components ran and what the clearance guard dropped
+    once retrieval ran (a refused request has neither)."""
+    out: dict[str, Any] = {"retrieved_ids": list(dict.fromkeys(draft.retrieved_ids)), "llm_calls": draft.llm_calls}
+    if draft.guard is not None:
+        out |= {"components": draft.components, "guard": draft.guard}
+    return out
+
+
 def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft,
               settings) -> dict[str, Any]:
     """The `traces` row for one request: who, with what clearance, what was said, on what, at what cost."""
@@ -93,8 +104,7 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
         dates=result.dates, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
         # No column of its own (a new column would change every stored row's canonical hash):
         # what the instrumentation saw rides with the answer it produced.
-        answer=result.to_json() | {"instrumentation": {
-            "retrieved_ids": list(dict.fromkeys(draft.retrieved_ids)), "llm_calls": draft.llm_calls}},
+        answer=result.to_json() | {"instrumentation": instrumentation(draft)},
         answer_text=result.answer,
         citations=[c.model_dump() for c in result.citations],
         warnings=[w.model_dump() for w in result.warnings], refused=result.refused,

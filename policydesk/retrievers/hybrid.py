@@ -8,11 +8,16 @@ start/end events fire. What the node list can't carry (degraded with no rows lef
 dense similarity the abstain threshold reads) goes out as one `HybridRetrievalEvent` inside
 that span; every node also carries `retrieval_degraded` in its metadata. `search()` returns
 the same facts as a `RetrievalResult`, without instrumentation, for calibration and tests.
+
+Extra arms (extension retrievers, docs/extending.md) run beside the dense and text arms on each
+question part and join the same reciprocal rank fusion; the result says how many nodes each arm
+returned and which arms returned each chunk, so the clearance guard can name a component.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +36,8 @@ from policydesk.storage.clearance import Clearance
 
 dispatcher = get_dispatcher(__name__)
 
+DENSE_ARM, TEXT_ARM = "dense", "text"  # the built-in arms' names in counts and provenance
+
 
 @dataclass
 class RetrievalResult:
@@ -39,6 +46,8 @@ class RetrievalResult:
     degraded_reason: str | None = None
     parts: list[str] = field(default_factory=list)
     best_similarity: float | None = None  # best dense cosine similarity, None when degraded
+    arm_counts: dict[str, int] = field(default_factory=dict)  # nodes each arm returned, over all parts
+    sources: dict[str, list[str]] = field(default_factory=dict)  # chunk id -> arms that returned it
 
 
 class HybridRetrievalEvent(BaseEvent):
@@ -48,6 +57,8 @@ class HybridRetrievalEvent(BaseEvent):
     degraded_reason: str | None = None
     best_similarity: float | None = None
     parts: list[str] = []
+    arm_counts: dict[str, int] = {}
+    sources: dict[str, list[str]] = {}
 
     @classmethod
     def class_name(cls) -> str:
@@ -56,18 +67,25 @@ class HybridRetrievalEvent(BaseEvent):
     @classmethod
     def of(cls, result: RetrievalResult) -> "HybridRetrievalEvent":
         return cls(degraded=result.degraded, degraded_reason=result.degraded_reason,
-                   best_similarity=result.best_similarity, parts=result.parts)
+                   best_similarity=result.best_similarity, parts=result.parts, arm_counts=result.arm_counts,
+                   sources=result.sources)
 
 
 class HybridRetriever(BaseRetriever):
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
-                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, **kwargs: Any) -> None:
+                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True,
+                 extra_arms: Sequence[tuple[str, BaseRetriever]] = (), **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
             vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
         # as PGVectorStore's own text query, but served by a GIN index under RLS.
         self._text = IndexedTextRetriever(
             *store_engines(vector_store), ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text"))
+        self._extra = list(extra_arms)  # (name, retriever): fused with the built-in arms
+        names = [DENSE_ARM, TEXT_ARM] + [name for name, _ in self._extra]
+        if len(set(names)) != len(names):
+            raise ValueError(f"arm names must be unique: {names}")
+        self._names = names
         self._top_k = top_k
         self._split = split_parts
         super().__init__(**kwargs)
@@ -81,8 +99,17 @@ class HybridRetriever(BaseRetriever):
 
     def _fuse(self, parts: list[str], per_part: list[tuple[list, list]], degraded: str | None) -> RetrievalResult:
         ranked_lists, best = [], None
-        for dense, text in per_part:
-            ranked_lists.append(reciprocal_rank_fusion([dense, text]))
+        counts = dict.fromkeys(self._names, 0)
+        sources: dict[str, list[str]] = {}
+        for dense, text, *extra in per_part:  # extra: the extra arms' lists, when there are any
+            arm_lists = [dense, text, *(extra[0] if extra else [])]
+            for name, ranked in zip(self._names, arm_lists):
+                counts[name] += len(ranked)
+                for n in ranked:
+                    seen_by = sources.setdefault(n.node.node_id, [])
+                    if name not in seen_by:
+                        seen_by.append(name)
+            ranked_lists.append(reciprocal_rank_fusion(arm_lists))
             if dense:
                 top = max(n.score or 0.0 for n in dense)
                 best = top if best is None else max(best, top)
@@ -95,7 +122,8 @@ class HybridRetriever(BaseRetriever):
         nodes = deterministic_rerank_keep_order(merged, self._top_k)
         for n in nodes:
             n.node.metadata["retrieval_degraded"] = degraded is not None
-        return RetrievalResult(nodes, degraded is not None, degraded, parts, best)
+        return RetrievalResult(nodes, degraded is not None, degraded, parts, best, counts,
+                               {n.node.node_id: sources.get(n.node.node_id, []) for n in nodes})
 
     def search(self, query: str) -> RetrievalResult:
         parts = self._parts(query)
@@ -109,9 +137,9 @@ class HybridRetriever(BaseRetriever):
                     dense = self._dense.retrieve(bundle)
                 except EmbeddingUnavailable as exc:
                     degraded = str(exc)
-            per_part.append((dense, self._text.retrieve(bundle)))
+            per_part.append((dense, self._text.retrieve(bundle), [arm.retrieve(bundle) for _, arm in self._extra]))
         if degraded is not None:
-            per_part = [([], text) for _, text in per_part]
+            per_part = [([], text, extra) for _, text, extra in per_part]
         return self._fuse(parts, per_part, degraded)
 
     async def asearch(self, query: str) -> RetrievalResult:
@@ -122,15 +150,16 @@ class HybridRetriever(BaseRetriever):
             nonlocal degraded
             bundle = QueryBundle(part)
             text_task = asyncio.ensure_future(self._text.aretrieve(bundle))
+            extra_tasks = asyncio.gather(*(arm.aretrieve(bundle) for _, arm in self._extra))
             try:
                 dense = await self._dense.aretrieve(bundle)
             except EmbeddingUnavailable as exc:
                 degraded, dense = str(exc), []
-            return dense, await text_task
+            return dense, await text_task, list(await extra_tasks)
 
         per_part = list(await asyncio.gather(*(one(p) for p in parts)))
         if degraded is not None:
-            per_part = [([], text) for _, text in per_part]
+            per_part = [([], text, extra) for _, text, extra in per_part]
         return self._fuse(parts, per_part, degraded)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Row, Select, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from policydesk.storage.clearance import Clearance
@@ -94,3 +95,21 @@ def version_catalog(session: Session, *, clearance: Clearance) -> list[Row]:
     return list(session.execute(
         select(v.doc_id, v.version, v.title, v.source_type, v.owner, v.effective_from, v.source_sha256,
                v.disk_sha256).where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
+
+
+def chunk_clearance_rows(session: Session | Connection, *, chunk_ids: Iterable[str],
+                         clearance: Clearance) -> dict[str, Row]:
+    """The stored scope columns and text of these chunk ids, for the ones the caller may read.
+
+    What the clearance guard re-checks a node against: the plain columns of migration 0003
+    (never the node's own metadata, which any component could have written) and the JSONB
+    `line_of_business` as ingest stored it (None where the row has none).
+    """
+    ids = sorted(set(chunk_ids))
+    if not ids:
+        return {}
+    rows = session.execute(select(
+        Chunk.node_id, Chunk.access_level, Chunk.sensitive, Chunk.text,
+        Chunk.metadata_["line_of_business"].label("line_of_business"),
+    ).where(Chunk.node_id.in_(ids), access_clause(clearance, Chunk))).all()
+    return {r.node_id: r for r in rows}

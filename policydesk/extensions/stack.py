@@ -1,0 +1,151 @@
+"""One request's retrieval stack: built-in arms plus extension components, behind the clearance guard.
+
+The pipeline calls it in two places (docs/design.md, steps 4-6):
+
+    nodes = stack.retrieve(question)        # every arm, one RRF, then the guard
+    ...                                     # built-in version resolution and conflict flagging
+    nodes = stack.finish(nodes)             # extension postprocessors, then the guard again
+
+so every node that reaches version resolution, the prompt or a page has been re-checked against
+the caller's clearance from stored columns. A node that fails is dropped, counted in
+`policydesk_clearance_guard_drops{component, reason}` and logged as a leak attempt naming the
+component that produced it. Which components ran, how many nodes each returned and what the guard
+dropped go into the request's trace (`answer.instrumentation`, no new column: the trace hash chain
+covers every column of every stored row).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from policydesk import metrics
+from policydesk.extensions.context import ComponentContext
+from policydesk.extensions.registry import Extensions
+from policydesk.instrumentation import install_instrumentation
+from policydesk.postprocessors.guard import ClearanceGuard, GuardReport
+from policydesk.retrievers.hybrid import DENSE_ARM, TEXT_ARM, HybridRetriever
+from policydesk.storage.clearance import Clearance
+from policydesk.tracing import TraceDraft, active_trace, current_trace
+
+log = logging.getLogger(__name__)
+
+# Credited with a node that enters after retrieval without an extension postprocessor adding it:
+# the version resolver's swaps (read under the caller's clearance, so never expected to fail).
+BUILT_IN_POSTPROCESSORS = "version_resolver"
+
+
+class RequestStack:
+    def __init__(self, extensions: Extensions, *, db, store, embed_model, settings, clearance: Clearance,
+                 dates: dict[str, date], today: date) -> None:
+        install_instrumentation()  # the retrieval summary arrives as an event
+        self.clearance = clearance
+        self.context = ComponentContext(clearance=clearance, dates=dict(dates), today=today, top_k=settings.TOP_K,
+                                        engine=db.app, async_engine=db.app_async, vector_store=store,
+                                        embed_model=embed_model)
+        self.report = GuardReport()
+        self.guard = ClearanceGuard(engine=db.app, clearance=clearance, report=self.report)
+        extra = [(r.name, r.build(self.context)) for r in extensions.retrievers]
+        self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
+                                         extra_arms=extra)
+        self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors]
+        self.built_in = {DENSE_ARM, TEXT_ARM}
+        self.components: list[dict[str, Any]] = []
+        self.dropped: list[dict[str, str]] = []
+        self._origin: dict[str, str] = {}  # chunk id -> the component(s) that produced the node
+        self._query: QueryBundle | None = None
+
+    # -- retrieval: every arm, one RRF, then the guard --------------------------------------------
+    def retrieve(self, query: str | QueryBundle) -> list[NodeWithScore]:
+        self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
+        with _draft() as draft:
+            nodes = self.retriever.retrieve(self._query)
+        return self._after_retrieval(nodes, draft.retrieval)
+
+    async def aretrieve(self, query: str | QueryBundle) -> list[NodeWithScore]:
+        self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
+        with _draft() as draft:
+            nodes = await self.retriever.aretrieve(self._query)
+        return self._after_retrieval(nodes, draft.retrieval)
+
+    def _after_retrieval(self, nodes: list[NodeWithScore], summary) -> list[NodeWithScore]:
+        counts = getattr(summary, "arm_counts", {}) or {}
+        for name, n in counts.items():
+            self._record({"name": name, "kind": "retriever", "built_in": name in self.built_in, "nodes": n})
+        for chunk_id, arms in (getattr(summary, "sources", {}) or {}).items():
+            # An extension arm is named first: a built-in arm returning the same id returned the
+            # stored row, so a failing node can only be the extension's.
+            ordered = [a for a in arms if a not in self.built_in] + [a for a in arms if a in self.built_in]
+            self._origin[chunk_id] = "+".join(ordered)
+        return self._guarded(nodes, "retrieval")
+
+    # -- after the built-in postprocessors: extension postprocessors, then the guard ---------------
+    def finish(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        for name, postprocessor in self.postprocessors:
+            before = self._before(nodes)
+            out = postprocessor.postprocess_nodes(nodes, query_bundle=self._query)
+            nodes = self._after_postprocessor(name, before, out)
+        return self._guarded(nodes, "context")
+
+    async def afinish(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        for name, postprocessor in self.postprocessors:
+            before = self._before(nodes)
+            out = await postprocessor.apostprocess_nodes(nodes, query_bundle=self._query)
+            nodes = self._after_postprocessor(name, before, out)
+        return self._guarded(nodes, "context")
+
+    @staticmethod
+    def _before(nodes: list[NodeWithScore]) -> dict[str, str]:
+        return {n.node.node_id: n.node.get_content() for n in nodes}
+
+    def _after_postprocessor(self, name: str, before: dict[str, str], out: list[NodeWithScore]) -> list[NodeWithScore]:
+        for n in out:  # a node it added, or whose text it changed, is its own
+            if before.get(n.node.node_id) != n.node.get_content():
+                self._origin[n.node.node_id] = name
+        self._record({"name": name, "kind": "postprocessor", "built_in": False, "nodes_in": len(before),
+                      "nodes": len(out)})
+        return list(out)
+
+    # -- the guard ----------------------------------------------------------------------------------
+    def _guarded(self, nodes: list[NodeWithScore], stage: str) -> list[NodeWithScore]:
+        seen = len(self.report.drops)
+        kept = self.guard.postprocess_nodes(nodes)
+        draft = current_trace()
+        for drop in self.report.drops[seen:]:
+            component = self._origin.get(drop.chunk_id, BUILT_IN_POSTPROCESSORS)
+            metrics.CLEARANCE_GUARD_DROPS.labels(component=component, reason=drop.reason).inc()
+            log.warning("leak attempt: component %s returned chunk %s that fails the caller's clearance (%s; role %s),"
+                        " dropped before %s, trace %s", component, drop.chunk_id, drop.reason, self.clearance.role,
+                        "version resolution" if stage == "retrieval" else "the prompt",
+                        draft.id if draft is not None else "-")
+            self.dropped.append({"chunk_id": drop.chunk_id, "reason": drop.reason, "component": component,
+                                 "stage": stage})
+        if draft is not None:
+            draft.guard = self.summary()
+        return kept
+
+    def summary(self) -> dict[str, Any]:
+        return {"passes": self.report.passes, "checked": self.report.checked, "dropped": list(self.dropped)}
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        self.components.append(entry)
+        draft = current_trace()
+        if draft is not None:
+            draft.components.append(entry)
+
+
+@contextmanager
+def _draft() -> Iterator[TraceDraft]:
+    """The active request's trace draft, or a throwaway one (bench, tests), so the retrieval
+    summary event always has somewhere to land."""
+    draft = current_trace()
+    if draft is not None:
+        yield draft
+        return
+    with active_trace(TraceDraft()) as throwaway:
+        yield throwaway
