@@ -16,12 +16,14 @@ covers every column of every stored row).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from typing import Any
 
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk import metrics
@@ -50,12 +52,12 @@ class RequestStack:
                                         embed_model=embed_model)
         self.report = GuardReport()
         self.guard = ClearanceGuard(engine=db.app, clearance=clearance, report=self.report)
-        extra = [(r.name, r.build(self.context)) for r in extensions.retrievers]
+        extra = [(r.name, GuardedArm(r.name, r.build(self.context), self)) for r in extensions.retrievers]
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
                                          extra_arms=extra)
         self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors]
         self.built_in = {DENSE_ARM, TEXT_ARM}
-        self.components: list[dict[str, Any]] = []
+        self.components: dict[str, dict[str, Any]] = {}  # name -> what it did, summed over question parts
         self.dropped: list[dict[str, str]] = []
         self._origin: dict[str, str] = {}  # chunk id -> the component(s) that produced the node
         self._query: QueryBundle | None = None
@@ -64,19 +66,25 @@ class RequestStack:
     def retrieve(self, query: str | QueryBundle) -> list[NodeWithScore]:
         self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
         with _draft() as draft:
+            self._start()
             nodes = self.retriever.retrieve(self._query)
-        return self._after_retrieval(nodes, draft.retrieval)
+            return self._after_retrieval(nodes, draft.retrieval)
 
     async def aretrieve(self, query: str | QueryBundle) -> list[NodeWithScore]:
         self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
         with _draft() as draft:
+            self._start()
             nodes = await self.retriever.aretrieve(self._query)
-        return self._after_retrieval(nodes, draft.retrieval)
+            return self._after_retrieval(nodes, draft.retrieval)
+
+    def _start(self) -> None:
+        for name in (DENSE_ARM, TEXT_ARM):  # the built-in arms first in the trace
+            self._record(name, "retriever")
 
     def _after_retrieval(self, nodes: list[NodeWithScore], summary) -> list[NodeWithScore]:
         counts = getattr(summary, "arm_counts", {}) or {}
-        for name, n in counts.items():
-            self._record({"name": name, "kind": "retriever", "built_in": name in self.built_in, "nodes": n})
+        for name in (DENSE_ARM, TEXT_ARM):  # extension arms are recorded by their GuardedArm
+            self._record(name, "retriever", nodes=counts.get(name, 0))
         for chunk_id, arms in (getattr(summary, "sources", {}) or {}).items():
             # An extension arm is named first: a built-in arm returning the same id returned the
             # stored row, so a failing node can only be the extension's.
@@ -107,23 +115,29 @@ class RequestStack:
         for n in out:  # a node it added, or whose text it changed, is its own
             if before.get(n.node.node_id) != n.node.get_content():
                 self._origin[n.node.node_id] = name
-        self._record({"name": name, "kind": "postprocessor", "built_in": False, "nodes_in": len(before),
-                      "nodes": len(out)})
+        self._record(name, "postprocessor", nodes_in=len(before), nodes=len(out))
         return list(out)
 
     # -- the guard ----------------------------------------------------------------------------------
-    def _guarded(self, nodes: list[NodeWithScore], stage: str) -> list[NodeWithScore]:
+    def check_arm(self, name: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        """An extension arm's own result, guarded before it joins the fusion: a node it may not
+        return never takes a fused slot from a permitted one, and every such node is counted."""
+        kept = self._guarded(nodes, "retrieval", component=name)
+        self._record(name, "retriever", nodes=len(nodes), dropped=len(nodes) - len(kept))
+        return kept
+
+    def _guarded(self, nodes: list[NodeWithScore], stage: str, component: str | None = None) -> list[NodeWithScore]:
         seen = len(self.report.drops)
         kept = self.guard.postprocess_nodes(nodes)
         draft = current_trace()
         for drop in self.report.drops[seen:]:
-            component = self._origin.get(drop.chunk_id, BUILT_IN_POSTPROCESSORS)
-            metrics.CLEARANCE_GUARD_DROPS.labels(component=component, reason=drop.reason).inc()
+            who = component or self._origin.get(drop.chunk_id, BUILT_IN_POSTPROCESSORS)
+            metrics.CLEARANCE_GUARD_DROPS.labels(component=who, reason=drop.reason).inc()
             log.warning("leak attempt: component %s returned chunk %s that fails the caller's clearance (%s; role %s),"
-                        " dropped before %s, trace %s", component, drop.chunk_id, drop.reason, self.clearance.role,
+                        " dropped before %s, trace %s", who, drop.chunk_id, drop.reason, self.clearance.role,
                         "version resolution" if stage == "retrieval" else "the prompt",
                         draft.id if draft is not None else "-")
-            self.dropped.append({"chunk_id": drop.chunk_id, "reason": drop.reason, "component": component,
+            self.dropped.append({"chunk_id": drop.chunk_id, "reason": drop.reason, "component": who,
                                  "stage": stage})
         if draft is not None:
             draft.guard = self.summary()
@@ -132,11 +146,37 @@ class RequestStack:
     def summary(self) -> dict[str, Any]:
         return {"passes": self.report.passes, "checked": self.report.checked, "dropped": list(self.dropped)}
 
-    def _record(self, entry: dict[str, Any]) -> None:
-        self.components.append(entry)
-        draft = current_trace()
-        if draft is not None:
-            draft.components.append(entry)
+    def _record(self, name: str, kind: str, **counts: int) -> None:
+        entry = self.components.get(name)
+        if entry is None:
+            entry = self.components[name] = {"name": name, "kind": kind, "built_in": name in self.built_in}
+            draft = current_trace()
+            if draft is not None:
+                draft.components.append(entry)  # the same dict: later parts' counts land in the trace too
+        for key, n in counts.items():
+            entry[key] = entry.get(key, 0) + n
+
+
+class GuardedArm(BaseRetriever):
+    """An extension retriever behind the clearance guard (sync and async share `_check`)."""
+
+    def __init__(self, name: str, inner: BaseRetriever, stack: RequestStack) -> None:
+        self._name, self._inner, self._stack = name, inner, stack
+        super().__init__()
+
+    @property
+    def inner(self) -> BaseRetriever:
+        return self._inner
+
+    def _check(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        return self._stack.check_arm(self._name, nodes)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._check(self._inner.retrieve(query_bundle))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        nodes = await self._inner.aretrieve(query_bundle)
+        return await asyncio.to_thread(self._check, nodes)  # the guard's read is sync: off the event loop
 
 
 @contextmanager
