@@ -120,3 +120,18 @@ class CountingRetriever(BaseRetriever):
 
 def not_a_retriever(context: ComponentContext) -> object:
     return object()
+
+
+class FixedRetriever(BaseRetriever):
+    """Well behaved: these chunk ids, in this order, read through the context (those it may read)."""
+
+    def __init__(self, context: ComponentContext, *, chunk_ids: list[str]) -> None:
+        self._context, self._ids = context, list(chunk_ids)
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        with self._context.session() as session:
+            rows = {r.node_id: r for r in session.execute(select(Chunk.node_id, Chunk.text, Chunk.metadata_).where(
+                self._context.where(), Chunk.node_id.in_(self._ids))).all()}
+        return [NodeWithScore(node=self._context.node(rows[i].text, rows[i].metadata_), score=1.0)
+                for i in self._ids if i in rows]
