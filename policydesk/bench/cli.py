@@ -24,6 +24,7 @@ TARGETS = {
     "embed_p95_ms": 30.0,
     "ingest_chunks_per_s": 150.0,
     "ratio_vs_naive": 1.5,
+    "guard_p95_ms_top8": 1.0,  # issue 21: the clearance guard at top-k 8
 }
 
 
@@ -99,6 +100,11 @@ def bench_command(
                                  "p95_ratio": summary["retrieval"]["p95"] / summary["naive"]["p95"],
                                  "p50_ratio": summary["retrieval"]["p50"] / summary["naive"]["p50"]}
         typer.echo(stages.format_table(summary))
+        guard = summary.get("guard")
+        if guard:
+            verdict = "met" if guard["p95"] < TARGETS["guard_p95_ms_top8"] else "MISSED"
+            typer.echo(f"clearance guard at top-k {settings.TOP_K}: p50 {guard['p50']:.3f} ms, p95 {guard['p95']:.3f} ms "
+                       f"(target p95 < {TARGETS['guard_p95_ms_top8']:.0f} ms: {verdict})")
         typer.echo("retrieval (dense+text+fusion+versions) vs naive VectorStoreIndex top-8: "
                    f"p50 {out['ratio_vs_naive']['p50_ratio']:.2f}x, p95 {out['ratio_vs_naive']['p95_ratio']:.2f}x")
 

@@ -8,6 +8,8 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
   text         full-text arm `.retrieve` (SQL only): the indexed side path (migration 0010)
   text_plain_rls  the same query through PGVectorStore's text search under RLS (the old path)
   fusion       RRF + deterministic rerank
+  guard        ClearanceGuard.postprocess_nodes on the fused top k (settings.TOP_K, 8): one read of
+               the stored rows by chunk id under the caller's scope (docs/extending.md)
   versions     VersionResolver.postprocess_nodes (permission-scoped version lookups)
   retrieval    dense + text + fusion + versions, per iteration (excludes embedding)
   naive        LlamaIndex VectorStoreIndex retriever, top 8, same store, same embedding
@@ -34,6 +36,7 @@ from policydesk.access import clearance_for
 from policydesk.answer import AskRequest
 from policydesk.pipeline import AskPipeline
 from policydesk.postprocessors import VersionResolver
+from policydesk.postprocessors.guard import ClearanceGuard
 from policydesk.retrievers import HybridRetriever, PermissionScopedRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
@@ -45,7 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
-STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "versions", "retrieval", "naive", "synthesis",
+STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "guard", "versions", "retrieval", "naive", "synthesis",
           "trace_write", "ask_e2e")
 
 
@@ -139,6 +142,8 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         plain = PermissionScopedRetriever(store, None, text_arm.config)
         _, t_text_plain = timed(lambda: plain.retrieve(bundle))
         fused, t_fusion = timed(lambda: hybrid._fuse([q.text], [(dense, text_nodes)], None))
+        guard = ClearanceGuard(engine=db.app, clearance=clearance)  # a fresh report: every node is read
+        _, t_guard = timed(lambda: guard.postprocess_nodes(fused.nodes))
         dates = {k: date.fromisoformat(str(v)) for k, v in q.dates.items() if v}
         resolver = VersionResolver(lookup=lookup, clearance=clearance, dates=dates, today=today, recent_change_days=settings.RECENT_CHANGE_DAYS)
         try:
@@ -160,7 +165,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
             return
         retrieval = t_dense + t_text + t_fusion + t_versions
         for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("text_plain_rls", t_text_plain),
-                          ("fusion", t_fusion),
+                          ("fusion", t_fusion), ("guard", t_guard),
                           ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
                           ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):
             if ms is not None:
