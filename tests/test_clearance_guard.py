@@ -158,8 +158,8 @@ def golden_by_role(pipeline, staff, demo_db):
                                              dates=item.date_inputs(), kind="eval"))
             ids.append(str(result.trace_id))
     with demo_db.owner.connect() as conn:
-        rows = conn.execute(text("SELECT answer->'instrumentation'->'guard' FROM traces WHERE id = ANY(CAST(:i AS uuid[]))"),
-                            {"i": ids}).scalars().all()
+        rows = conn.execute(text("SELECT answer->'instrumentation'->'guard' FROM traces "
+                                 "WHERE id = ANY(CAST(:i AS uuid[]))"), {"i": ids}).scalars().all()
     return {"asked": len(ids), "guards": rows, "counter_delta": total() - before}
 
 

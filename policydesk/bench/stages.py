@@ -10,6 +10,11 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
   fusion       RRF + deterministic rerank
   guard        ClearanceGuard.postprocess_nodes on the fused top k (settings.TOP_K, 8): one read of
                the stored rows by chunk id under the caller's scope (docs/extending.md)
+  guard_alone  the same guard calls again after all passes, back to back over the recorded
+               (clearance, top k) pairs: the guard without the surrounding stages' interference
+  scoped_noop  `SELECT 1` on the application engine under the caller's scope: the floor of any
+               scoped read (pool checkout and ping, BEGIN, the scope's set_config, the query,
+               ROLLBACK), so the guard's own share can be told from the machine's round trips
   versions     VersionResolver.postprocess_nodes (permission-scoped version lookups)
   retrieval    dense + text + fusion + versions, per iteration (excludes embedding)
   naive        LlamaIndex VectorStoreIndex retriever, top 8, same store, same embedding
@@ -48,7 +53,8 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
-STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "guard", "versions", "retrieval", "naive", "synthesis",
+STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "guard", "guard_alone", "scoped_noop", "versions", "retrieval", "naive",
+          "synthesis",
           "trace_write", "ask_e2e")
 
 
@@ -128,6 +134,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     pipeline = AskPipeline(db, settings, embed_model, llm, today=today)
     today = today or settings.today()
     times = StageTimes()
+    guarded: list = []  # (clearance, fused top k) of every recorded guard call, for guard_alone
 
     def one(q: Question, record: bool) -> None:
         clearance = clearance_for(q.role)
@@ -144,6 +151,14 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         fused, t_fusion = timed(lambda: hybrid._fuse([q.text], [(dense, text_nodes)], None))
         guard = ClearanceGuard(engine=db.app, clearance=clearance)  # a fresh report: every node is read
         _, t_guard = timed(lambda: guard.postprocess_nodes(fused.nodes))
+        if record:
+            guarded.append((clearance, fused.nodes))
+
+        def scoped_noop() -> None:
+            with permitted_scope(clearance), db.app.connect() as conn:
+                conn.exec_driver_sql("SELECT 1").all()
+
+        _, t_noop = timed(scoped_noop)
         dates = {k: date.fromisoformat(str(v)) for k, v in q.dates.items() if v}
         resolver = VersionResolver(lookup=lookup, clearance=clearance, dates=dates, today=today, recent_change_days=settings.RECENT_CHANGE_DAYS)
         try:
@@ -165,7 +180,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
             return
         retrieval = t_dense + t_text + t_fusion + t_versions
         for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("text_plain_rls", t_text_plain),
-                          ("fusion", t_fusion), ("guard", t_guard),
+                          ("fusion", t_fusion), ("guard", t_guard), ("scoped_noop", t_noop),
                           ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
                           ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):
             if ms is not None:
@@ -178,6 +193,9 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     for _ in range(repetitions):
         for q in questions:
             one(q, record=True)
+    for clearance, nodes in guarded:
+        _, ms = timed(lambda: ClearanceGuard(engine=db.app, clearance=clearance).postprocess_nodes(nodes))
+        times.add("guard_alone", ms)
     return times
 
 
