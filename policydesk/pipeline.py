@@ -18,13 +18,13 @@ from policydesk.access import Clearance, UnknownRoleError, clearance_for
 from policydesk.answer import AnswerWarning, AskRequest, AskResult, Claim
 from policydesk.citing import citation_from_node
 from policydesk.dates import DateInputError, check_date_order, iso_dates_in, parse_input_date
+from policydesk.extensions.registry import Extensions
+from policydesk.extensions.stack import RequestStack
 from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.instrumentation import install_instrumentation
 from policydesk.question_dates import QuestionDate, dates_by_basis, dates_in_question
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
-from policydesk.extensions.registry import Extensions
-from policydesk.extensions.stack import RequestStack
 from policydesk.retrievers import chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes

@@ -145,14 +145,16 @@ def test_leaky_components_never_reach_the_rep_page(with_components, settings, de
 
 @pytest.fixture(scope="module")
 def golden_by_role(pipeline, staff, demo_db):
-    """Every golden question asked as every role through the built-in pipeline (no extensions)."""
-    from policydesk.evals.golden import DEFAULT_GOLDEN, load_golden
+    """Every golden question (dev and test splits) asked as every role through the built-in
+    pipeline (no extensions)."""
+    from policydesk.evals.golden import EVALS_DIR, SPLITS, load_golden
 
     total = lambda: sum(s.value for m in metrics.CLEARANCE_GUARD_DROPS.collect()  # noqa: E731
                         for s in m.samples if s.name.endswith("_total"))
     before = total()
     ids = []
-    for item in load_golden(DEFAULT_GOLDEN).items:
+    items = load_golden([EVALS_DIR / f"golden_{split}.yaml" for split in SPLITS]).items
+    for item in items:
         for role in ROLES:
             result = pipeline.ask(AskRequest(user_name=staff[role], question=item.question,
                                              dates=item.date_inputs(), kind="eval"))
@@ -160,14 +162,15 @@ def golden_by_role(pipeline, staff, demo_db):
     with demo_db.owner.connect() as conn:
         rows = conn.execute(text("SELECT answer->'instrumentation'->'guard' FROM traces "
                                  "WHERE id = ANY(CAST(:i AS uuid[]))"), {"i": ids}).scalars().all()
-    return {"asked": len(ids), "guards": rows, "counter_delta": total() - before}
+    return {"items": len(items), "asked": len(ids), "guards": rows, "counter_delta": total() - before}
 
 
 def test_built_in_components_never_trip_the_guard_over_golden_set_and_roles(golden_by_role):
     guards = [g for g in golden_by_role["guards"] if g is not None]  # refused before retrieval: no guard
-    assert golden_by_role["asked"] == 150 and len(golden_by_role["guards"]) == 150
-    assert len(guards) >= 100  # most questions reach retrieval, so the guard really ran
-    assert sum(g["checked"] for g in guards) >= 8 * 100
+    assert golden_by_role["items"] >= 130  # 138 (dev and test) when written
+    assert golden_by_role["asked"] == len(golden_by_role["guards"]) == 3 * golden_by_role["items"]
+    assert len(guards) >= 2 * golden_by_role["items"]  # most questions reach retrieval: the guard really ran
+    assert sum(g["checked"] for g in guards) >= 8 * len(guards) * 0.9
     assert [d for g in guards for d in g["dropped"]] == []
     assert golden_by_role["counter_delta"] == 0
 
