@@ -53,9 +53,8 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
-STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "guard", "guard_alone", "scoped_noop", "versions", "retrieval", "naive",
-          "synthesis",
-          "trace_write", "ask_e2e")
+STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "guard", "guard_alone", "scoped_noop", "versions",
+          "retrieval", "naive", "synthesis", "trace_write", "ask_e2e")
 
 
 @dataclass
