@@ -2,7 +2,7 @@
 
 Usage: python scripts/refusal_bench.py [--database NAME] [--repeats N]
 
-Runs every question of the labelled splits (train, validation, test, regression) through the
+Runs every question of the labelled splits (train, validation, test, test_v2, regression) through the
 production gate (`policydesk.refusal.gate_for`, topic gate over the demo corpus in NAME, as in
 scripts/refusal_matrix.py), after one warm-up pass that fits the classifier and loads the models:
 
@@ -62,7 +62,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv[1:])
     gate, db = demo_gate(args.database)
-    cases = [c for split in ("train", "validation", "test", "regression") for c in load_cases(split)]
+    cases = [c for split in ("train", "validation", "test", "test_v2", "regression")
+             for c in load_cases(split)]
     work = [(c["question"], clearance_for(c["role"])) for c in cases]
     for q, clearance in work:  # warm-up: fit, load models, fill caches
         gate.screen(q, clearance)

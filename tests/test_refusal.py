@@ -47,6 +47,22 @@ def test_test_split_is_frozen():
         "fea1ca054347b660f869df5250d76bd240f913f1cbd973c64572d9f745e4eba4")
 
 
+def test_test_v2_split_is_frozen_and_held_out():
+    # Held-out split written after `test` had been looked at (issue 15); sha256 recorded in the
+    # commit that created it. Never edit the file; nothing in it may appear in another split.
+    import hashlib
+
+    assert hashlib.sha256(SPLITS["test_v2"].read_bytes()).hexdigest() == (
+        "9ded3a586bf374a1c9d52dd465fa1a73e5a156293b47a7d97d2948602dfd692e")
+    v2 = load_cases("test_v2")
+    counts = Counter(c["expected"] for c in v2)
+    assert counts["claim_action"] >= 40 and counts["pass"] >= 40
+    assert counts["member_identifier"] >= 20 and counts["out_of_scope"] >= 20
+    seen = {c["question"].strip().lower() for split in ("train", "validation", "test", "regression")
+            for c in load_cases(split)}
+    assert not [c["question"] for c in v2 if c["question"].strip().lower() in seen]
+
+
 @pytest.mark.parametrize("case", REGRESSION, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(REGRESSION)])
 def test_regression_case(case, gate):
     refusal = gate.screen(case["question"], clearance_for(case["role"])).refusal

@@ -20,6 +20,8 @@ SPLITS: dict[str, Path] = {
     "train": REPO / "policydesk" / "detectors" / "labelled" / "train.yaml",
     "validation": REPO / "tests" / "data" / "refusal" / "validation.yaml",
     "test": REPO / "tests" / "data" / "refusal" / "test.yaml",
+    # Held-out v2: written after `test` had been looked at, before the changes it measures.
+    "test_v2": REPO / "tests" / "data" / "refusal" / "test_v2.yaml",
     "regression": REPO / "tests" / "data" / "refusal_cases.yaml",
 }
 LABELS = ("pass", "member_identifier", "claim_action", "out_of_scope")
