@@ -49,7 +49,8 @@ _ACTION_FIRST = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|hey|hi|please|pls|kindly|just|now|go\s+ahead\s+(?:and|&))[\s,!.]+)*"
     r"(?:approve|apporve|deny|pay|price|re-?price|adjudicate|re-?adjudicate|override|overturn|reverse|"
     r"void|waive|release|authori[sz]e|grant|uphold|cancel|reopen|reprocess|re-?run|process|extend|"
-    r"backdate|issue|refund|reimburse|credit|adjust|write|mark|set|flip|bump|lift|accept|expedite|"
+    r"backdate|issue|refund|reimburse|credit|adjust|write\s+off|mark|set|flip|bump|lift|accept|expedite|"
+    r"renew|rescind|reinstate|"
     r"submit|send|put|push|close|zero|change|add|retro-?\w+|decide|make|give|get)\b", re.I)
 
 
@@ -68,6 +69,15 @@ _WH_FIRST = re.compile(
     r"where|which|who|whose|why)\b", re.I)
 
 
+# Asking to be told something ("please explain how ...", "I need to know when ...", "what do I tell
+# them?"): a request for information, which a learned claim-action guess must not override.
+_INFO_REQUEST = re.compile(
+    r"\b(?:explain|clarify|describe|walk\s+me\s+through|remind\s+me|tell\s+me|let\s+me\s+know|"
+    r"(?:want|wants|wanted|need|needs|like|trying)\s+to\s+(?:know|understand|find\s+out|check)|"
+    r"help\s+(?:me\s+)?understand(?:ing)?|wondering|what\s+(?:do|should|can)\s+i\s+(?:say|tell)|"
+    r"how\s+do\s+i\s+(?:explain|tell|say|answer))\b", re.I)
+
+
 def rule_features(question: str) -> np.ndarray:
     return np.array([
         float(is_claim_action(question)),
@@ -77,6 +87,7 @@ def rule_features(question: str) -> np.ndarray:
         float(question.rstrip().endswith("?")),
         float(mentions_action(question)),
         float(bool(_QUESTION_FIRST.search(question))),
+        float(bool(_INFO_REQUEST.search(question))),
     ])
 
 
@@ -152,7 +163,7 @@ class IntentClassifier:
         proba = self._model.predict_proba(self._features([question], vec[None, :]))[0]
         probs = {CLASSES[int(c)]: float(p) for c, p in zip(self._model.classes_, proba)}
         if (probs.get("claim_action", 0.0) >= self.claim_threshold and mentions_action(question)
-                and not _WH_FIRST.search(question)):
+                and not _WH_FIRST.search(question) and not _INFO_REQUEST.search(question)):
             return IntentVerdict("claim_action", probs, False, vec)
         if probs.get("out_of_scope", 0.0) >= self.scope_threshold:
             return IntentVerdict("out_of_scope", probs, False, vec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policydesk.detectors import find_claim_decision_language, find_member_identifiers
+from policydesk.detectors import find_claim_decision_language, find_member_identifiers, is_claim_action
 from policydesk.detectors.identifiers import find_identifier_spans
 from policydesk.detectors.redact import redact
 
@@ -74,6 +74,7 @@ def test_find_claim_decision_language_rule_statements_are_clean():
         ("case number CS-2025-118842", "member_id"),
         ("MRN 00482913", "member_id"),
         ("claim ref 7F3K99201A", "claim_number"),
+        ("her card says seven two two, oh four one, nine nine three", "spoken_number"),
     ],
 )
 def test_find_identifier_spans_generic_kinds(text, kind):
@@ -90,6 +91,7 @@ def test_find_identifier_spans_generic_kinds(text, kind):
         "Send appeals to appeals@plan.example.",
         "Dr. Patel's office asks about the Member Cost Sharing section.",
         "Claims received on 20260115 for a date of service of 11/03/2025.",
+        "Is it one, two or three visits before the auth is needed, and does day five count?",
     ],
 )
 def test_find_identifier_spans_policy_questions_pass(text):
@@ -119,3 +121,39 @@ def test_redact_removes_uncued_identifier_shapes_the_gate_lets_through():
 def test_redact_keeps_what_a_policy_question_needs():
     question = "Does policy MP-2024-017 cover CPT 97110 on 2025-11-03? Call 1-888-555-0175."
     assert redact(question).text == question
+
+
+def test_redact_removes_a_number_read_out_digit_by_digit():
+    assert redact("card number one two three four five six seven, appeal window?").text == (
+        "card number [ID], appeal window?")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Would you be able to release the hold on the oxygen claim?",
+        "is there any way you could reprocess the lab bill at the contracted rate",
+        "Do me a favor and approve the second MRI.",
+        "I'd appreciate it if you could waive the copay for her.",
+        "we need the overpayment refunded to the member",
+        "Can you help me get the denial on his sleep study reversed?",
+        "could you authorize 4 more chiropractic visits",
+        "would you mind putting the corrected claim through today",
+    ],
+)
+def test_polite_and_indirect_claim_requests_are_claim_actions(text):
+    assert is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What does it take to get a retro auth approved?",
+        "Does the member need the referral approved before the visit?",
+        "Can you deny a claim for a missing modifier?",
+        "Is it possible for a denied claim to be paid after a corrected claim is sent?",
+        "How do we get denied claims reprocessed after an appeal?",
+    ],
+)
+def test_questions_about_the_rule_are_not_claim_actions(text):
+    assert not is_claim_action(text)

@@ -19,6 +19,8 @@ Borderline decisions (labelled in tests/data/refusal/ and tests/data/refusal_cas
   shapes (CPT 99213, HCPCS E0601, ICD-10 F32.9, CO-29) and money are not identifiers. "policy"
   is not a cue: a policy number ("policy MP-2024-017") names a document, not a person.
 - A bare run of 9+ digits is an identifier anywhere, except a compact date or a labelled NPI.
+- Seven or more digits read out as words ("nine one seven, five five five, ...") are a number read
+  digit by digit off a card or a phone: an identifier anywhere.
 - A date of birth is a full date next to DOB words; "born on or after 2000-01-01" (an
   eligibility rule) passes. A date right after a person's name ("John Smith (03/04/1975)") counts.
 - A capitalized name counts only next to a member cue ("member Janet Price", "Caller: Greg
@@ -102,6 +104,9 @@ _FILLER = r"(?:[\s:#=(.,-]+|\s+(?:number|num|no\.?|id|ids|#|is|was|says|of|reads
 _TOKEN = r"(?P<tok>(?=[A-Za-z0-9./-]*\d)[A-Za-z0-9]+(?:(?:[-./]|\s(?=[A-Za-z]*\d))[A-Za-z0-9]+){0,5})"
 _CUED_ID = re.compile(rf"\b{_ID_CUE}\b(?:{_FILLER})\s*{_TOKEN}(?![\w-])", _I)
 _BARE_DIGITS = re.compile(r"(?<![\w-])#?\d{9,}(?![\w-])")
+# A number read out digit by digit ("nine one seven, five five five, ..."): 7+ digit words in a row.
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_SPOKEN_DIGITS = re.compile(rf"\b{_DIGIT_WORD}(?:[\s,.-]+{_DIGIT_WORD}){{6,}}\b", _I)
 _CODE_SHAPE = re.compile(
     r"^(?:\d{5}|[A-Z]\d{4}|\d{4}[A-Z]|[A-Z]\d{2}(?:\.\w{1,4})?|[A-Z]{2}-?\d{1,3}|\d{1,4})$", _I)
 _NPI_LABEL = re.compile(r"\bNPI\b[\s:#]*$", _I)
@@ -247,6 +252,7 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
     found += [Finding("email", m.start(), m.end()) for m in _EMAIL.finditer(text)
               if not _ROLE_MAILBOX.match(m.group(0))]
     found += [Finding("email", m.start(), m.end()) for m in _EMAIL_SPOKEN.finditer(text)]
+    found += [Finding("spoken_number", m.start(), m.end()) for m in _SPOKEN_DIGITS.finditer(text)]
     found += _phones(text) + _dates_of_birth(text) + _cued_numbers(text) + _names(text)
     return sorted(found, key=lambda f: (f.start, -f.end))
 

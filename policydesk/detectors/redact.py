@@ -26,7 +26,7 @@ _PHONE_SHAPE = re.compile(r"^(?:\+?1[-.]?)?\d{3}[-.]?\d{3}[-.]?\d{4}$")
 _KEEP_CUE = re.compile(r"\b(?:policy|policies|section|version|npi|pol|form|cpt|hcpcs|icd-?10)\b[\s#:.-]*$", re.I)
 
 PLACEHOLDERS: dict[str, str] = {
-    "member_id": "[ID]", "claim_number": "[ID]", "id_shaped": "[ID]",
+    "member_id": "[ID]", "claim_number": "[ID]", "id_shaped": "[ID]", "spoken_number": "[ID]",
     "ssn": "[SSN]", "email": "[EMAIL]", "phone_number": "[PHONE]", "date_of_birth": "[DATE]",
     "person_name": "[NAME]",
 }

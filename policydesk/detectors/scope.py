@@ -47,7 +47,11 @@ _OFF_TOPIC = tuple(re.compile(p, _I) for p in (
 _CLINICAL_ADVICE = re.compile(
     r"\b(?:what|which)\s+(?:[\w-]+\s+){0,3}(?:dose|dosage|medication|medicine|antibiotic|drug)\s+should\b"
     r"|\bshould\s+(?:i|he|she|they|the\s+member|the\s+patient)\s+take\b"
-    r"|\bwhat'?s\s+wrong\s+with\b|\bdiagnos(?:e|is)\b|\bsymptoms?\s+of\b|\blook\s+cancerous\b", _I)
+    r"|\bwhat'?s\s+wrong\s+with\b|\bdiagnos(?:e|is)\b|\bsymptoms?\s+of\b|\blook\s+cancerous\b"
+    # is a reading or a symptom normal / dangerous; is it safe to take, stop, skip or double a dose
+    r"|\bis\s+(?:it|that|this|a|an|the|her|his|their)\b[^?.!]{0,50}\b(?:normal|dangerous|serious|contagious)\b"
+    r"|\b(?:safe|ok(?:ay)?|dangerous)\s+(?:for\s+(?:[\w'-]+\s+){1,3})?to\s+(?:take|stop|skip|double|mix|combine)\b"
+    r"|\b(?:a\s+heart\s+attack|a\s+stroke|cancer)\s*\?", _I)
 _COVERAGE = re.compile(
     r"\b(?:cover(?:ed|age|s)?|polic(?:y|ies)|formular(?:y|ies)|auth\w*|benefits?|limits?|copays?|claims?|"
     r"cost|pay|billing|code|icd|referral)\b", _I)
