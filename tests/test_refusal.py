@@ -1,7 +1,8 @@
 """Early refusal screen: labelled cases, per-kind floors, the corpus-derived topic gate, no existence leak.
 
-The frozen test split (tests/data/refusal/test.yaml) is not asserted here: its figures are
-reported by scripts/refusal_matrix.py (docs/refusal.md). These tests hold the regression set and
+The frozen test splits (tests/data/refusal/test.yaml, and test_v2.yaml, held out after test.yaml
+had been seen) are pinned by sha256 but not asserted against floors: their figures are reported by
+scripts/refusal_matrix.py (docs/refusal.md). These tests hold the regression set and
 the validation split to floors, and pin the behaviours.
 """
 
