@@ -1,27 +1,33 @@
 """Flag wiki pages and call notes that contradict a policy in context; the policy wins.
 
 A wiki or call-note chunk contradicts a policy chunk when it names the policy in
-`related_policies` and states a duration in a unit the policy chunk also uses ("N days",
-"N calendar days", "N business days", "N hours") that the policy does not state. The warning
-names only those values.
+`related_policies` and states, as a rule, a duration for the same kind of rule that the policy
+chunk states differently. Durations are read as people write them ("ninety (90) days",
+"6 months", "one year", "48 hrs", business vs calendar days) and compared by length of time,
+exactly where the units convert and by range otherwise (`policydesk.versions.durations`);
+the kind of rule comes from the words around each duration and its section heading
+(`policydesk.versions.rulekind`). The warning names only the values that differ.
 
 Guards against false positives:
-- only a shared unit is compared ("30 calendar days" is never compared with "60 days");
-- a note whose values are all present in the policy chunk is consistent;
-- a value that any related policy version in context states, in any of its sections (the
-  wiki's "150 days" for corrected claims against POL-TF's "90 days"; its "180 days" against
-  POL-CORR when POL-TF version 1 applied), is not a contradiction. Sections are taken from the
-  context and, when a `lookup` is given, from the whole applied version (read under the
-  caller's predicate).
+- only the same kind of rule is compared: a note's escalation "within 30 calendar days" is
+  not compared with the policy's decision "within 14 calendar days";
+- a duration told as a story ("two days earlier") or not stated as a rule ("mailed the claim 2
+  days after the visit") is not compared;
+- durations that can't be told apart ("3 months" against "90 days"; business against calendar
+  days) are not a contradiction;
+- a value that any related policy version in context states for the same kind of rule, in any
+  of its sections (the wiki's "180 days" against POL-CORR when POL-TF version 1 applied), is
+  not a contradiction. Sections are taken from the context and, when a `lookup` is given, from
+  the whole applied version (read under the caller's predicate).
 
 A note that quotes a stale value next to the current one (a call note: "the caller said 180
 days ... the rep explained 90 days") is flagged: it puts the stale number in context, and the
-policy is there to answer. Known limit: a value belonging to another policy the note relates
-to (CN-06's "30 calendar days" escalation rule next to POL-PA's 14) is flagged too.
+policy is there to answer.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from llama_index.core.bridge.pydantic import Field
@@ -32,7 +38,28 @@ from policydesk.answer import AnswerWarning
 from policydesk.postprocessors.report import ContextReport
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.storage.clearance import Clearance
-from policydesk.versions import VersionLookup, durations, say
+from policydesk.versions import VersionLookup
+from policydesk.versions.durations import Duration, compare, parse_durations
+from policydesk.versions.rulekind import heading_terms, reads_as_rule, rule_terms, same_kind
+
+
+@dataclass(frozen=True)
+class StatedRule:
+    duration: Duration
+    kind: frozenset[str]
+
+
+def stated_rules(node, *, as_rule_only: bool) -> list[StatedRule]:
+    """Each duration a chunk states, with the kind of rule it belongs to."""
+    text = node.get_content()
+    heading = heading_terms(node.metadata.get("section"), node.metadata.get("title"))
+    return [StatedRule(d, rule_terms(text, d, heading)) for d in parse_durations(text)
+            if not d.narrative and (not as_rule_only or reads_as_rule(text, d))]
+
+
+def _unique(values) -> list[str]:
+    return list(dict.fromkeys(str(v) for v in values))
+
 
 NOTE_TYPES = {"wiki": "wiki page", "call_note": "call note"}
 
@@ -58,25 +85,26 @@ class ConflictFlagger(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         report = self.report if self.report is not None else ContextReport()
         policies = [n for n in nodes if n.node.metadata.get("source_type") == "policy"]
-        known = self._policy_values(policies)
+        known = self._policy_rules(policies)
         flagged: dict[str, dict] = {}
         for note in nodes:
             meta = note.node.metadata
             if meta.get("source_type") not in NOTE_TYPES or note.node.node_id in flagged:
                 continue
             related = set(meta.get("related_policies") or [])
-            stated = durations(note.node.get_content())
-            supported = self._supported(related, known)
+            rules = [(chunk_id, r) for (doc_id, _v), by_chunk in known.items() if doc_id in related
+                     for chunk_id, r in by_chunk]
+            differing = self._differing(stated_rules(note.node, as_rule_only=True), rules)
             for policy in policies:
-                if doc_id_of(policy.node) not in related:
+                pairs = differing.get(policy.node.node_id)
+                if not pairs:
                     continue
-                conflict = self._compare(note, stated, policy, supported)
-                if conflict is not None:
-                    conflict["action"] = self.action
-                    report.conflicts.append(conflict)
-                    if note.node.node_id not in flagged:
-                        flagged[note.node.node_id] = conflict
-                        report.warnings.append(AnswerWarning(kind="conflict", message=conflict["message"]))
+                conflict = self._conflict(note, policy, pairs)
+                conflict["action"] = self.action
+                report.conflicts.append(conflict)
+                if note.node.node_id not in flagged:
+                    flagged[note.node.node_id] = conflict
+                    report.warnings.append(AnswerWarning(kind="conflict", message=conflict["message"]))
         if not flagged:
             return nodes
         if self.action == "drop":
@@ -88,63 +116,66 @@ class ConflictFlagger(BaseNodePostprocessor):
         return kept + demoted
 
     @staticmethod
-    def _supported(related: set[str], known: dict) -> dict[str, set[int]]:
-        """Values any related policy version in context states, per unit."""
-        merged: dict[str, set[int]] = {}
-        for (doc_id, _version), by_unit in known.items():
-            if doc_id in related:
-                for unit, values in by_unit.items():
-                    merged.setdefault(unit, set()).update(values)
-        return merged
+    def _differing(stated: list[StatedRule], rules: list[tuple[str, StatedRule]]) -> dict[str, list]:
+        """Per policy chunk: (note duration, policy duration) pairs for rules the note states differently.
 
-    def _compare(self, note: NodeWithScore, stated: dict, policy: NodeWithScore, supported: dict) -> dict | None:
-        pmeta = policy.node.metadata
-        policy_values = durations(policy.node.get_content())
-        for unit, values in stated.items():
-            theirs = policy_values.get(unit)
-            if not theirs:
-                continue  # no shared unit: nothing to compare
-            extra = [v for v in values if v not in theirs and v not in supported.get(unit, ())]
-            if not extra:
-                # Every value is stated by a related policy version in context: the wiki's
-                # "180 days" for timely filing is not contradicted by POL-CORR's "150 days".
-                continue
-            values = extra
-            nmeta = note.node.metadata
-            kind = NOTE_TYPES[nmeta["source_type"]]
-            message = (
-                f"The {kind} '{nmeta.get('title')}' says {say(values, unit)}, but {pmeta.get('title')} "
-                f"version {pmeta.get('version')} says {say(theirs, unit)}; the policy wins."
-            )
-            return {
-                "note_chunk_id": note.node.node_id,
-                "note_title": nmeta.get("title"),
-                "note_source_type": nmeta["source_type"],
-                "note_values": [f"{v} {unit}" for v in values],
-                "policy_chunk_id": policy.node.node_id,
-                "policy_doc_id": doc_id_of(policy.node),
-                "policy_title": pmeta.get("title"),
-                "policy_version": pmeta.get("version"),
-                "policy_values": [f"{v} {unit}" for v in theirs],
-                "unit": unit,
-                "message": message,
-            }
-        return None
+        A note rule differs when every rule of the same kind in the related policies states a
+        different length of time. It is reported against the ones that share the most words
+        with it, in the same unit where there are some (the filing limit, not the decision time
+        of the same policy).
+        """
+        out: dict[str, list] = {}
+        for rule in stated:
+            same = [(chunk_id, r) for chunk_id, r in rules if same_kind(rule.kind, r.kind)]
+            if not same or any(compare(rule.duration, r.duration) != "different" for _c, r in same):
+                continue  # no rule of this kind, or one states the same length (or can't be told apart)
+            rank = {id(r): (len(rule.kind & r.kind), r.duration.unit == rule.duration.unit) for _c, r in same}
+            top = max(rank.values())
+            for chunk_id, r in same:
+                if rank[id(r)] == top:
+                    out.setdefault(chunk_id, []).append((rule.duration, r.duration))
+        return out
 
-    def _policy_values(self, policies: list[NodeWithScore]) -> dict[tuple, dict[str, set[int]]]:
-        """Every duration each policy version in context states, in any of its sections."""
-        texts: dict[tuple, list[str]] = {}
+    @staticmethod
+    def _conflict(note: NodeWithScore, policy: NodeWithScore, pairs: list) -> dict:
+        pmeta, nmeta = policy.node.metadata, note.node.metadata
+        values, policy_values = _unique(a for a, _b in pairs), _unique(b for _a, b in pairs)
+        kind = NOTE_TYPES[nmeta["source_type"]]
+        message = (
+            f"The {kind} '{nmeta.get('title')}' says {' and '.join(values)}, but {pmeta.get('title')} "
+            f"version {pmeta.get('version')} says {' and '.join(policy_values)}; the policy wins."
+        )
+        return {
+            "note_chunk_id": note.node.node_id,
+            "note_title": nmeta.get("title"),
+            "note_source_type": nmeta["source_type"],
+            "note_values": values,
+            "policy_chunk_id": policy.node.node_id,
+            "policy_doc_id": doc_id_of(policy.node),
+            "policy_title": pmeta.get("title"),
+            "policy_version": pmeta.get("version"),
+            "policy_values": policy_values,
+            "unit": pairs[0][0].unit,
+            "message": message,
+        }
+
+    def _policy_rules(self, policies: list[NodeWithScore]) -> dict[tuple, list[tuple[str, StatedRule]]]:
+        """Every rule duration each policy version in context states, in any of its sections.
+
+        A rule read from a section that is not in context is filed under the version's first
+        chunk in context, so a conflict is always reported against a chunk the reader can see.
+        """
+        chunks: dict[tuple, dict[str, object]] = {}
         for p in policies:
-            texts.setdefault((doc_id_of(p.node), p.node.metadata.get("version")), []).append(p.node.get_content())
+            chunks.setdefault((doc_id_of(p.node), p.node.metadata.get("version")), {})[p.node.node_id] = p.node
+        in_context = {n.node.node_id for n in policies}
         if self.lookup is not None and self.clearance is not None:
-            for doc_id, version in list(texts):
+            for doc_id, version in list(chunks):
                 for node in self.lookup.sections(doc_id, version, self.clearance):
-                    texts[(doc_id, version)].append(node.get_content())
-        known: dict[tuple, dict[str, set[int]]] = {}
-        for key, chunks in texts.items():
-            merged: dict[str, set[int]] = {}
-            for t in chunks:
-                for unit, values in durations(t).items():
-                    merged.setdefault(unit, set()).update(values)
-            known[key] = merged
+                    chunks[(doc_id, version)].setdefault(node.node_id, node)
+        known: dict[tuple, list[tuple[str, StatedRule]]] = {}
+        for key, by_id in chunks.items():
+            first = next(i for i in by_id if i in in_context)
+            known[key] = [(chunk_id if chunk_id in in_context else first, r)
+                          for chunk_id, node in by_id.items() for r in stated_rules(node, as_rule_only=False)]
         return known
