@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 WarningKind = Literal[
     "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped",
-    "redacted", "date_from_question", "date_in_question",
+    "redacted", "date_from_question", "date_in_question", "not_in_force",
 ]
 
 

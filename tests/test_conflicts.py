@@ -84,24 +84,36 @@ def test_stale_appeals_faq_is_flagged_against_member_appeals(demo_db, embed_mode
 
 def test_call_note_quoting_the_current_value_is_flagged_on_an_older_date(demo_db, embed_model):
     # Pins the pipeline walkthrough: on a 2025 date of service version 1 (180 days) applies, and
-    # CN-01's "under the current policy ... 90 days" must not reach the answer.
-    nodes = context(demo_db, embed_model, "What is the timely filing limit for an initial claim?",
-                    {"date_of_service": date(2025, 11, 3)})
+    # CN-01's "under the current policy ... 90 days" must not reach the answer. Since issue 16 the
+    # resolver already leaves CN-01 out (written 2026-01-14, after that date of service); the
+    # flagger is the second guard, checked on the pair built by hand.
+    from llama_index.core.schema import NodeWithScore
+
+    question = "What is the timely filing limit for an initial claim?"
     cn01 = "CN-01:v1:call-note-cn-01-timely-filing-question-from-a-provider-office"
-    assert cn01 in ids(nodes)
+    retrieved = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=COMPLIANCE).retrieve(question)
+    assert cn01 in ids(retrieved)
+    report = ContextReport()
+    nodes = VersionResolver(lookup=VersionLookup(demo_db), clearance=COMPLIANCE, report=report,
+                            dates={"date_of_service": date(2025, 11, 3)}, today=TODAY).postprocess_nodes(retrieved)
+    assert cn01 not in ids(nodes)
+    assert any(d["chunk_id"] == cn01 and "not in force on 2025-11-03" in d["reason"] for d in report.dropped)
+    v1 = VersionLookup(demo_db).section("POL-TF", 1, "filing-limit", COMPLIANCE)
+    pair = [NodeWithScore(node=v1, score=1.0), NodeWithScore(node=_node(demo_db, cn01), score=0.5)]
     f = ConflictFlagger(report=ContextReport())  # context only, as the pipeline runs it
-    out = f.postprocess_nodes(nodes)
+    out = f.postprocess_nodes(pair)
     assert cn01 not in ids(out) and "POL-TF:v1:filing-limit" in ids(out)
     assert "The call note 'Timely filing question from a provider office' says 90 days, but Timely Filing " \
         "of Claims version 1 says 180 days; the policy wins." in [w.message for w in f.report.warnings]
     # The stale wiki page agrees with version 1 (180 days): it stays.
-    assert "WIKI-CLAIMS:v1:timely-filing" in ids(out)
+    assert "WIKI-CLAIMS:v1:timely-filing" in ids(f.postprocess_nodes(nodes))
 
 
 def test_appeals_faq_also_contradicts_version_1(demo_db, embed_model):
-    # On a 2025-03-01 denial notice version 1 (180 days) applied; the FAQ's 90 days is still wrong.
+    # On a 2025-06-01 denial notice version 1 (180 days) applied; the FAQ (in force from
+    # 2025-05-12) says 90 days, still wrong. (Before 2025-05-12 the FAQ is not in context at all.)
     nodes = context(demo_db, embed_model, "How long does a member have to file an appeal after a denial?",
-                    {"denial_notice_date": date(2025, 3, 1)})
+                    {"denial_notice_date": date(2025, 6, 1)})
     f = flagger(demo_db)
     f.postprocess_nodes(nodes)
     assert any(c["note_chunk_id"] == "WIKI-APPEALS:v1:how-long-members-have-to-appeal"

@@ -150,6 +150,10 @@ def test_lower_ranked_policy_not_yet_in_force_is_dropped_not_refused(demo_db, em
     assert "POL-RX" not in {doc_id_of(n.node) for n in out}
     assert any("POL-RX" in d["reason"] and "2025-01-01" in d["reason"] for d in r.report.dropped)
     assert versions_in_context(out, "POL-PA") == {1}
+    # Issue 16: dropped with a visible warning naming the policy and its first date, not silently.
+    assert [w.message for w in r.report.warnings if w.kind == "not_in_force"] == [
+        "Pharmacy Formulary Exceptions (POL-RX) was left out of this answer: no version was in force on "
+        "2024-06-01 (date of service); its first version took effect 2025-01-01."]
 
 
 # -- without a date -------------------------------------------------------------------------

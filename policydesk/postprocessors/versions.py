@@ -7,11 +7,19 @@ POL-PA version 1 forward to its scheduled version 2). Without it, chunks are swa
 version in force today (never a scheduled one) and the answer is warned about recent and
 scheduled changes. Sections are fetched through `VersionLookup`, under the caller's predicate.
 
-No version in force on the entered date: if that policy is the top-ranked policy in context
-(the one the question is about), `NoVersionInForce` is raised and the pipeline refuses; it
-never answers from a wiki page or call note instead. A lower-ranked policy that had not taken
-effect yet (a 2025 policy pulled in by a question about a 2024 date of service) did not apply
-on that date, so its chunks are dropped and the reason recorded in the `ContextReport`.
+No version in force on the applicable date (entered, or today when none was entered): if
+that policy is the first policy the ranking reaches (the one the question is about),
+`NoVersionInForce` is raised and the pipeline refuses, naming the policy and its first
+effective date; it never answers from a wiki page or call note instead. A lower-ranked policy
+that had not taken effect (a 2025 policy pulled in by a question about a 2024 date of service)
+did not apply on that date: its chunks are dropped, with a visible `not_in_force` warning.
+
+Wiki pages and call notes are date-checked too (issue 16): a note enters the context only if
+it was in force itself on the applicable date of each policy it relates to (`related_policies`;
+that policy's date basis decides which entered date, or today) and each of those policies had
+a version in force then. A note whose policy had none is dropped with the same warning, or,
+when the ranking reaches it before any policy, the request is refused for that policy. A note
+relating to no policy the caller can see is checked against every entered date (or today).
 
 Findings go into node metadata (`applicable_date`, `date_basis`, `swapped_from`) and into the
 caller's `ContextReport` (`report`); the resolver keeps nothing between calls.
@@ -68,15 +76,20 @@ class VersionResolver(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         report = self.report if self.report is not None else ContextReport()
         policy_ids = [doc_id_of(n.node) for n in nodes if n.node.metadata.get("source_type") == "policy"]
-        versions = self.lookup.versions(policy_ids, self.clearance) if policy_ids else {}
+        related_ids = [r for n in nodes if n.node.metadata.get("source_type") != "policy"
+                       for r in n.node.metadata.get("related_policies") or []]
+        wanted = list(dict.fromkeys(policy_ids + related_ids))
+        versions = self.lookup.versions(wanted, self.clearance) if wanted else {}
         chosen: dict[str, VersionInfo | None] = {}
         out: list[NodeWithScore] = []
         seen: set[str] = set()
         for item in nodes:
             meta = item.node.metadata
             if meta.get("source_type") != "policy":
-                resolved = item
                 meta.setdefault("applicable_date", None)
+                if not self._note_in_force(item, versions, chosen, report):
+                    continue
+                resolved = item
             else:
                 resolved = self._resolve(item, versions, chosen, report)
                 if resolved is None:
@@ -88,6 +101,50 @@ class VersionResolver(BaseNodePostprocessor):
             out.append(resolved)
         report.applied.extend(self._applied(v) for v in chosen.values() if v is not None)
         return out
+
+    # -- one wiki page or call note -----------------------------------------------------------
+
+    def _note_in_force(self, item: NodeWithScore, versions, chosen, report: ContextReport) -> bool:
+        node, meta = item.node, item.node.metadata
+        related = [p for p in dict.fromkeys(meta.get("related_policies") or []) if versions.get(p)]
+        bases = {p: versions[p][0].date_basis for p in related}
+        checks = [self.dates.get(b) or self.today for b in bases.values()] or \
+            [d for d in self.dates.values() if d is not None] or [self.today]
+        too_early = self._note_not_in_force_on(meta, checks)
+        for doc_id in related:
+            try:
+                target = self._in_force(doc_id, versions[doc_id], self.dates.get(bases[doc_id]), bases[doc_id])
+            except NoVersionInForce as exc:
+                if not chosen:
+                    raise  # reached before any policy: the question is about that policy
+                report.dropped.append({"chunk_id": node.node_id, "reason": str(exc)})
+                if too_early is None:  # the note alone would have stood in for the policy: say so
+                    self._warn_left_out(exc, report)
+                return False
+            if target is None:  # the version that applied is hidden from the caller: no stand-in
+                report.dropped.append({"chunk_id": node.node_id, "reason": f"no visible version of {doc_id} in force"})
+                return False
+        if too_early is not None:
+            report.dropped.append({"chunk_id": node.node_id, "reason": too_early})
+            return False
+        return True
+
+    @staticmethod
+    def _note_not_in_force_on(meta: dict, checks: list[date]) -> str | None:
+        """Why the note itself was not in force on one of the dates, or None."""
+        if not meta.get("effective_from"):
+            return None
+        window = Window.stored(meta["effective_from"], meta.get("effective_to"))
+        for on in checks:
+            if on < window.first or (window.last is not None and on > window.last):
+                return f"{meta.get('title')} was not in force on {on.isoformat()} ({window.format()})"
+        return None
+
+    @staticmethod
+    def _warn_left_out(exc: NoVersionInForce, report: ContextReport) -> None:
+        message = exc.left_out
+        if all(w.message != message for w in report.warnings):
+            report.warnings.append(AnswerWarning(kind="not_in_force", message=message))
 
     # -- one policy chunk ---------------------------------------------------------------------
 
@@ -104,6 +161,7 @@ class VersionResolver(BaseNodePostprocessor):
                     raise  # the top-ranked policy had not taken effect: refuse the request
                 chosen[doc_id] = None
                 report.dropped.append({"chunk_id": node.node_id, "reason": str(exc)})
+                self._warn_left_out(exc, report)
                 return None
         target = chosen[doc_id]
         if target is None:
@@ -135,12 +193,19 @@ class VersionResolver(BaseNodePostprocessor):
 
     def _choose(self, doc_id, versions: list[VersionInfo], applicable: date | None, basis,
                 report: ContextReport) -> VersionInfo | None:
+        target = self._in_force(doc_id, versions, applicable, basis)
+        if target is not None and applicable is None:
+            report.warnings.extend(self._change_warnings(versions, target, basis))
+        return target
+
+    def _in_force(self, doc_id, versions: list[VersionInfo], applicable: date | None, basis) -> VersionInfo | None:
+        """The version in force on the applicable date (today without one); raises when none had started."""
         if not versions:
             return None
+        first = min(versions, key=lambda v: v.effective_from)
         if applicable is not None:
             target = in_force_on(versions, applicable)
             if target is None:
-                first = min(versions, key=lambda v: v.effective_from)
                 raise NoVersionInForce(doc_id, first.title, first.effective_from, applicable, basis)
             if applicable >= target.effective_to:
                 # The version that applied on that date exists but is not visible to the caller
@@ -148,10 +213,9 @@ class VersionResolver(BaseNodePostprocessor):
                 # stand in an older one for it.
                 return None
             return target
-        target = in_force_today(versions, self.today)
-        if target is not None:
-            report.warnings.extend(self._change_warnings(versions, target, basis))
-        return target
+        if first.effective_from > self.today:
+            raise NoVersionInForce(doc_id, first.title, first.effective_from, self.today, basis, today=True)
+        return in_force_today(versions, self.today)
 
     # -- warnings and the applied record ------------------------------------------------------
 

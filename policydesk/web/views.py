@@ -24,6 +24,7 @@ WARNING_LABELS = {
     "version_swapped": "Version applied",
     "date_from_question": "Date read from the question",
     "date_in_question": "Date in the question differs",
+    "not_in_force": "Not in force",
 }
 
 
