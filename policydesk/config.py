@@ -116,6 +116,10 @@ class Settings(BaseSettings):
     # An explicit threshold for whichever model is active, overriding ABSTAIN_THRESHOLDS
     # (POLICYDESK_ABSTAIN_MIN_SIMILARITY). None: use the per-model value.
     ABSTAIN_MIN_SIMILARITY: float | None = None
+    # "What changed?" naming no policy compares the top-ranked one only at this dense similarity
+    # or above (issue 16); below it, the rep is asked to name the policy. On the MiniLM scale, like
+    # the 0.35 above: a provider whose similarities run on another scale needs its own value.
+    WHAT_CHANGED_MIN_SIMILARITY: float = 0.5
 
     # Extension components (docs/extending.md): JSON lists of {"name", "factory", "options"}.
     # Retrievers join the built-in arms in one reciprocal rank fusion; postprocessors run after

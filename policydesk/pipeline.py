@@ -38,9 +38,9 @@ from policydesk.versions import (
     VersionLookup,
     basis_label,
     compare_versions,
-    is_what_changed_question,
     render_comparison,
 )
+from policydesk.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
 
 __all__ = ["AskPipeline", "AskError", "AskRequest", "AskResult", "build_pipeline"]
 
@@ -59,7 +59,7 @@ class AskError(Exception):
 
 class AskPipeline:
     def __init__(self, db, settings, embed_model, llm, *, today: date | None = None,
-                 gate: RefusalGate | None = None) -> None:
+                 gate: RefusalGate | None = None, what_changed: WhatChangedDetector | None = None) -> None:
         self.db = db
         self.settings = settings
         settings.abstain_threshold()  # refuse to start (UncalibratedThreshold) if the embedding model has none
@@ -70,6 +70,7 @@ class AskPipeline:
         self.lookup = VersionLookup(db)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
         self.gate = gate or gate_for(db, settings, embed_model)
+        self.what_changed = what_changed or shared_detector()
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
@@ -200,10 +201,6 @@ class AskPipeline:
         result.conflicts = report.conflicts
         result.context_ids = [n.node.node_id for n in nodes]
 
-        if is_what_changed_question(question):
-            if self._answer_what_changed(result, clearance, nodes, dates, draft):
-                return
-
         # -- step 6: generate or abstain -----------------------------------------------------
         if not nodes:
             self._abstain(result, "No source you are cleared to see answers this question.", "no_source")
@@ -212,6 +209,10 @@ class AskPipeline:
         if best is not None and best < self.settings.abstain_threshold():  # the active embedding model's
             self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.",
                           "weak_match")
+            return
+        # "What changed?" only behind the relevance check (issue 16): a weak match abstained above.
+        if self.what_changed.is_what_changed(question):
+            self._answer_what_changed(result, clearance, nodes, best, draft)
             return
         notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
             w.message for w in report.conflict_warnings]
@@ -248,30 +249,36 @@ class AskPipeline:
             result.warnings.append(AnswerWarning(kind="extractive", message=EXTRACTIVE_NOTE))
         result.warnings += stale_source_warnings(self.db, result.citations, clearance)
 
-    def _answer_what_changed(self, result, clearance, nodes, dates, draft) -> bool:
-        policy_ids = list(dict.fromkeys(n.node.metadata.get("doc_id") or n.node.ref_doc_id
-                                        for n in nodes if n.node.metadata.get("source_type") == "policy"))
+    def _answer_what_changed(self, result, clearance, nodes, best_similarity, draft) -> None:
+        doc_id = policy_to_compare(result.question, nodes, best_similarity,
+                                   self.settings.WHAT_CHANGED_MIN_SIMILARITY)
+        if doc_id is None:
+            self._abstain(result, "This asks what changed, but no policy you are cleared to see clearly matches it; "
+                          "name the policy.", "nothing_to_compare")
+            return
         # "between 2025-06-01 and 2026-06-01" in the question picks the two versions to compare.
         found = iso_dates_in(result.question)
         between = (found[0], found[1]) if len(found) == 2 else (None, None)
-        for doc_id in policy_ids:
-            with draft.stage("what_changed"):
-                try:
-                    comparison = compare_versions(self.lookup, doc_id, clearance, between, today=self.today)
-                except NoVisibleVersion:
-                    continue
-            if comparison.old is None:
-                continue
-            text, cited_nodes = render_comparison(comparison)
-            result.answer = text
-            result.answerable = True
-            result.citations = [citation_from_node(n) for n in cited_nodes]
-            result.claims = [Claim(text=text, citations=[c.chunk_id for c in result.citations])]
-            result.context_ids = [c.chunk_id for c in result.citations]
-            result.model = "computed-comparison"
-            result.warnings = [w for w in result.warnings if w.kind not in ("recent_change", "scheduled_change")]
-            return True
-        return False
+        with draft.stage("what_changed"):
+            try:
+                comparison = compare_versions(self.lookup, doc_id, clearance, between, today=self.today)
+            except NoVisibleVersion:
+                self._abstain(result, "No version you are cleared to see can be compared.", "nothing_to_compare")
+                return
+            except NoVersionInForce as exc:
+                self._refuse(result, "no_version_in_force", str(exc))
+                return
+        text, cited_nodes = render_comparison(comparison)
+        if comparison.old is None:  # one version, or both dates under the same one: nothing changed
+            self._abstain(result, text, "nothing_to_compare")
+            return
+        result.answer = text
+        result.answerable = True
+        result.citations = [citation_from_node(n) for n in cited_nodes]
+        result.claims = [Claim(text=text, citations=[c.chunk_id for c in result.citations])]
+        result.context_ids = [c.chunk_id for c in result.citations]
+        result.model = "computed-comparison"
+        result.warnings = [w for w in result.warnings if w.kind not in ("recent_change", "scheduled_change")]
 
     def _refuse(self, result: AskResult, code: str, message: str) -> None:
         result.refuse(code, message)

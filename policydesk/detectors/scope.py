@@ -16,7 +16,7 @@ _DOMAIN = re.compile(
     r"\b(?:plans?|polic(?:y|ies)|claims?|members?|providers?|benefits?|cover(?:ed|age|s)?|"
     r"appeals?|authori[sz]ations?|auth|pre-?auth|pre-?cert\w*|referrals?|copays?|co-?pays?|"
     r"coinsurance|deductibles?|out-of-pocket|premiums?|(?:in|out-of)-?network|network|"
-    r"formular(?:y|ies)|pharmacy|prescriptions?|eligib\w*|enroll\w*|timely\s+filing|"
+    r"formular(?:y|ies)|pharmacy|prescriptions?|eligib\w*|enroll\w*|timely\s+filing|filing\s+limits?|"
     r"denials?|denied|grievances?|complaints?|eob|explanation\s+of\s+benefits|cob|"
     r"coordination\s+of\s+benefits|subscribers?|dependents?|medicare|medicaid|cpt|hcpcs|"
     r"icd-?10|modifiers?|billing|billed|reimburs\w*|adjudicat\w*|wiki|call\s+notes?|pcp|"

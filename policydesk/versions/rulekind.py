@@ -110,3 +110,8 @@ def reads_as_rule(text: str, duration: Duration) -> bool:
 
 def same_kind(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a & b)
+
+
+def title_terms(text: str) -> set[str]:
+    """Stems of the content words of a title or question, names included ("Interpreter Services")."""
+    return _terms(text, keep_capitalised=True)
