@@ -16,8 +16,10 @@ from sqlalchemy.engine import Connection, Engine
 
 GENESIS = "0" * 64
 CHAINED_TABLES = ("traces", "audit_log")
-# The row as the trigger hashed it (migration 0005), for a table aliased `t`.
-CANONICAL_ROW = "(to_jsonb(t) - 'search_tsv' - 'row_hash')"
+# The row as the trigger hashed it (migration 0005), for a table aliased `t`: without the hash and
+# the generated search column, and without `line_of_business` while it is NULL (migration 0014),
+# so rows written before that column existed hash exactly as they did.
+CANONICAL_ROW = "policydesk_canonical_row(to_jsonb(t))"
 _RECOMPUTE = f"policydesk_row_digest(t.prev_hash, {CANONICAL_ROW})"
 
 

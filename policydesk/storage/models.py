@@ -102,6 +102,8 @@ class Document(Base):
     access_level: Mapped[str] = mapped_column(String(16))
     owner: Mapped[str] = mapped_column(Text)
     related_policies: Mapped[list] = mapped_column(JSONB, default=list)
+    # Migration 0014: the products (lines of business) the source applies to; NULL = every product.
+    line_of_business: Mapped[list | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -121,6 +123,7 @@ class DocumentVersion(Base):
     access_level: Mapped[str] = mapped_column(String(16))
     sensitive: Mapped[bool] = mapped_column(Boolean)
     owner: Mapped[str] = mapped_column(Text)
+    line_of_business: Mapped[list | None] = mapped_column(JSONB(none_as_null=True), nullable=True)  # migration 0014
     source_file: Mapped[str] = mapped_column(Text)
     source_sha256: Mapped[str] = mapped_column(String(64))
     # Set by the staleness check: the file's hash on disk when last checked.
@@ -144,6 +147,9 @@ class Chunk(Base):
     doc_id = mapped_column(String, Computed("metadata_->>'doc_id'", persisted=True))
     version = mapped_column(Integer, Computed("(metadata_->>'version')::integer", persisted=True))
     section_id = mapped_column(String, Computed("metadata_->>'section_id'", persisted=True))
+    # Migration 0014: the source's products, NULL for a source that applies to every product.
+    line_of_business = mapped_column(JSONB, Computed("nullif(metadata_ -> 'line_of_business', 'null'::jsonb)",
+                                                     persisted=True))
 
 
 class EmbeddingCache(Base):
@@ -187,6 +193,9 @@ class Trace(Base):
     tokens_in: Mapped[int] = mapped_column(Integer, default=0)
     tokens_out: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    # Migration 0014: the product the answer was given for (NULL: none chosen). Left out of the
+    # canonical row while NULL, so rows written before the column existed still verify.
+    line_of_business: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Set by the database's chain trigger (migration 0005), never by the application.
     seq: Mapped[int] = mapped_column(BigInteger, server_default=FetchedValue())
     prev_hash: Mapped[str] = mapped_column(String(64), server_default=FetchedValue())
@@ -236,3 +245,13 @@ class Feedback(Base):
     verdict: Mapped[str] = mapped_column(String(16))  # helpful | wrong
     reason: Mapped[str | None] = mapped_column(String(32))
     note: Mapped[str] = mapped_column(Text, default="")
+
+
+class ProductChoice(Base):
+    """The product a user chose on the ask page (migration 0014): append-only, the latest wins."""
+
+    __tablename__ = "product_choices"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    user_name: Mapped[str] = mapped_column(String(64))
+    line_of_business: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -12,6 +12,12 @@ cleared), both from `Clearance.checked_levels()`:
   statements and can only filter on the JSONB metadata. It renders
   `metadata_->>'access_level' IN ('public', 'internal') AND metadata_->>'sensitive' = 'false'`.
 
+With a product chosen (`clearance.line_of_business`, issue 18) both renderings add the product
+rule beside the access rule: the source applies to every product (no `line_of_business`) or names
+the chosen one. On stored columns that is `(line_of_business IS NULL OR line_of_business ? 'x')`
+(jsonb, migration 0014); as metadata filters, `metadata_->>'line_of_business' IS NULL OR
+metadata_::jsonb->'line_of_business' @> '["x"]'`. Without a product neither adds anything.
+
 Row-level security (`scope.py`) is the second, independent layer behind both.
 """
 
@@ -20,12 +26,13 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
-from sqlalchemy import ColumnElement, and_, bindparam, not_
+from sqlalchemy import ColumnElement, String, and_, bindparam, not_, or_
 
 from policydesk.storage.clearance import Clearance
 
 LEVEL_KEY = "access_level"
 SENSITIVE_KEY = "sensitive"
+PRODUCT_KEY = "line_of_business"
 
 
 def access_clause(clearance: Clearance, model: Any) -> ColumnElement[bool]:
@@ -36,9 +43,15 @@ def access_clause(clearance: Clearance, model: Any) -> ColumnElement[bool]:
     # statement log shows exactly which levels a read was limited to.
     levels = bindparam(None, list(clearance.checked_levels()), expanding=True, literal_execute=True)
     level_ok = getattr(columns, LEVEL_KEY).in_(levels)
-    if clearance.sensitive:
-        return level_ok
-    return and_(level_ok, not_(getattr(columns, SENSITIVE_KEY)))
+    clauses = [level_ok]
+    if not clearance.sensitive:
+        clauses.append(not_(getattr(columns, SENSITIVE_KEY)))
+    product = clearance.checked_product()
+    if product is not None:
+        products = getattr(columns, PRODUCT_KEY)
+        name = bindparam(None, product, type_=String, literal_execute=True)
+        clauses.append(or_(products.is_(None), products.op("?")(name)))
+    return clauses[0] if len(clauses) == 1 else and_(*clauses)
 
 
 def access_filters(clearance: Clearance, extra: MetadataFilters | None = None) -> MetadataFilters:
@@ -46,6 +59,12 @@ def access_filters(clearance: Clearance, extra: MetadataFilters | None = None) -
     filters: list = [MetadataFilter(key=LEVEL_KEY, value=list(clearance.checked_levels()), operator=FilterOperator.IN)]
     if not clearance.sensitive:
         filters.append(MetadataFilter(key=SENSITIVE_KEY, value="false", operator=FilterOperator.EQ))
+    product = clearance.checked_product()
+    if product is not None:
+        filters.append(MetadataFilters(filters=[
+            MetadataFilter(key=PRODUCT_KEY, value=None, operator=FilterOperator.IS_EMPTY),
+            MetadataFilter(key=PRODUCT_KEY, value=product, operator=FilterOperator.CONTAINS),
+        ], condition=FilterCondition.OR))
     if extra is not None:
         filters.append(extra)
     return MetadataFilters(filters=filters, condition=FilterCondition.AND)

@@ -2,7 +2,7 @@
 
 The SQL predicate (`predicate.py`) is the first layer; this is the second, independent one.
 Every transaction on the application engine sets `policydesk.levels`, `policydesk.sensitive`,
-`policydesk.user`, `policydesk.all_traces` and `policydesk.report` with
+`policydesk.user`, `policydesk.all_traces`, `policydesk.report` and `policydesk.line_of_business` with
 `set_config(..., is_local => true)` from the scope active in the current context. With no scope active nothing is set, and the RLS policies
 return no rows.
 
@@ -35,11 +35,14 @@ class Scope:
     all_traces: bool = False
     # Report scope (migration 0008): also read traces of staff within this clearance.
     report: bool = False
+    # The chosen product (migration 0014); "" = none chosen.
+    line_of_business: str = ""
 
     @classmethod
     def of(cls, clearance: Clearance, *, user_name: str | None = None, all_traces: bool = False,
            report: bool = False) -> "Scope":
-        return cls(tuple(clearance.levels), bool(clearance.sensitive), user_name, bool(all_traces), bool(report))
+        return cls(tuple(clearance.levels), bool(clearance.sensitive), user_name, bool(all_traces), bool(report),
+                   clearance.checked_product() or "")
 
 
 _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("policydesk_scope", default=None)
@@ -64,12 +67,13 @@ def current_scope() -> Scope | None:
 def _scope_sql(scope: Scope) -> tuple[str, dict[str, str]]:
     params = {"levels": ",".join(scope.levels), "sensitive": "on" if scope.sensitive else "off",
               "user": scope.user_name or "", "all_traces": "on" if scope.all_traces else "off",
-              "report": "on" if scope.report else "off"}
+              "report": "on" if scope.report else "off", "product": scope.line_of_business}
     sql = ("set_config('policydesk.levels', %(levels)s, true), "
            "set_config('policydesk.sensitive', %(sensitive)s, true), "
            "set_config('policydesk.user', %(user)s, true), "
            "set_config('policydesk.all_traces', %(all_traces)s, true), "
-           "set_config('policydesk.report', %(report)s, true)")
+           "set_config('policydesk.report', %(report)s, true), "
+           "set_config('policydesk.line_of_business', %(product)s, true)")
     return sql, params
 
 

@@ -14,8 +14,9 @@ from sqlalchemy.engine import Engine
 from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
 # Tables whose rows a caller may only see inside their scope.
-PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log", "feedback")
-APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts", "feedback", "api_requests")
+PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log", "feedback",
+                    "product_choices")
+APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts", "feedback", "api_requests", "product_choices")
 _WRITES = ("UPDATE", "DELETE", "TRUNCATE")
 # Tables the application login only reads: accounts and API tokens are created, changed and
 # revoked by the owner login (the CLI, and single sign-on's provisioning step), never by a request.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Row, Select, select
+from sqlalchemy import Row, Select, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -94,7 +94,7 @@ def version_catalog(session: Session, *, clearance: Clearance) -> list[Row]:
     v = DocumentVersion
     return list(session.execute(
         select(v.doc_id, v.version, v.title, v.source_type, v.owner, v.effective_from, v.source_sha256,
-               v.disk_sha256).where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
+               v.disk_sha256, v.line_of_business).where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
 
 
 def chunk_clearance_rows(session: Session | Connection, *, chunk_ids: Iterable[str],
@@ -113,3 +113,12 @@ def chunk_clearance_rows(session: Session | Connection, *, chunk_ids: Iterable[s
         Chunk.metadata_["line_of_business"].label("line_of_business"),
     ).where(Chunk.node_id.in_(ids), access_clause(clearance, Chunk))).all()
     return {r.node_id: r for r in rows}
+
+
+def product_names(session: Session, *, clearance: Clearance) -> list[str]:
+    """The products (lines of business) named by any version the caller may see, sorted: the
+    valid product names are the ones the corpus's sources name (issue 18)."""
+    v = DocumentVersion
+    name = func.jsonb_array_elements_text(v.line_of_business).label("name")
+    inner = select(name).where(v.line_of_business.is_not(None), access_clause(clearance.for_product(None), v))
+    return sorted(set(session.scalars(select(inner.subquery().c.name).distinct())))
