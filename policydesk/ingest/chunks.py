@@ -22,7 +22,7 @@ def chunk_id(doc_id: str, version: int, key: str) -> str:
 
 
 def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:
-    return {
+    meta = {
         "chunk_id": chunk_id(source.doc_id, source.version, chunk.key),
         "title": source.title,
         "version": source.version,
@@ -45,6 +45,11 @@ def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:
         "source_file": source.file,
         "text_sha256": sha256_text(chunk.text),
     }
+    # Only a product-specific source carries the key (absent = every product, issue 18), so the
+    # chunks of every other source are stored byte for byte as before.
+    if source.line_of_business:
+        meta["line_of_business"] = list(source.line_of_business)
+    return meta
 
 
 def make_node(doc_id: str, text: str, metadata: dict, embedding: list[float] | None = None) -> TextNode:

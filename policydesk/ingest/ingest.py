@@ -104,6 +104,9 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 for attr, field_name in (("title", "title"), ("source_type", "type"), ("access_level", "access_level"), ("date_basis", "date_basis")):
                     if getattr(doc, attr) != getattr(p.source, attr):
                         raise IngestError(p.source.file, field_name, f"differs from the indexed {doc.doc_id} ({getattr(doc, attr)!r})")
+                if (doc.line_of_business or []) != list(p.source.line_of_business):
+                    raise IngestError(p.source.file, "line_of_business",
+                                      f"differs from the indexed {doc.doc_id} ({doc.line_of_business or 'every product'})")
 
         embeddings, report.chunks_embedded = _embed(session, changed, embed_model, progress) if changed else ([], 0)
 
@@ -113,6 +116,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 docs[s.doc_id] = Document(
                     doc_id=s.doc_id, title=s.title, source_type=s.source_type, date_basis=s.date_basis,
                     access_level=s.access_level, owner=s.owner, related_policies=list(s.related_policies),
+                    line_of_business=list(s.line_of_business) or None,
                 )
                 session.add(docs[s.doc_id])
                 session.flush()
@@ -123,7 +127,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 effective_to=window["effective_to"], supersedes=window["supersedes"],
                 superseded_by=window["superseded_by"], date_basis=s.date_basis, access_level=s.access_level,
                 sensitive=s.sensitive, owner=s.owner, source_file=s.file, source_sha256=p.sha256,
-                disk_sha256=p.sha256,
+                disk_sha256=p.sha256, line_of_business=list(s.line_of_business) or None,
             )
             if row is None:
                 row = DocumentVersion(doc_id=s.doc_id, version=s.version, **values)

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from policydesk.access import ACCESS_LEVELS
+from policydesk.storage.clearance import PRODUCT_NAME
 from policydesk.ingest.errors import IngestError
 from policydesk.versions.bases import BASIS_KEYS
 
@@ -17,7 +18,10 @@ REQUIRED_FIELDS = (
     "file", "id", "title", "type", "version", "effective_from",
     "date_basis", "access_level", "sensitive", "owner",
 )
-OPTIONAL_FIELDS = ("related_policies",)
+OPTIONAL_FIELDS = ("related_policies", "line_of_business")
+# Top-level manifest key: the products the corpus may name. When present, a source naming any
+# other is refused; absent, any product name is valid (issue 18).
+DECLARED_PRODUCTS = "lines_of_business"
 SUFFIXES = {
     "policy": (".pdf", ".docx"),
     "wiki": (".md", ".markdown", ".html", ".htm", ".txt"),
@@ -39,6 +43,8 @@ class Source:
     sensitive: bool
     owner: str
     related_policies: tuple[str, ...]
+    # The products (lines of business) the source applies to; empty = every product.
+    line_of_business: tuple[str, ...] = ()
 
 
 def _parse_date(value, where: str, field: str) -> date:
@@ -50,7 +56,19 @@ def _parse_date(value, where: str, field: str) -> date:
         raise IngestError(where, field, f"{value!r} is not a date in YYYY-MM-DD form") from None
 
 
-def _source(entry: dict, root: Path, index: int) -> Source:
+def _products(value, where: str, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
+        raise IngestError(where, field, "must be a non-empty list of product names, e.g. [commercial, medicaid]")
+    for p in value:
+        if not PRODUCT_NAME.fullmatch(p):
+            raise IngestError(where, field, f"{p!r} is not a product name (lowercase letters, digits and _, "
+                                            "starting with a letter)")
+    if len(set(value)) != len(value):
+        raise IngestError(where, field, "lists a product twice")
+    return tuple(value)
+
+
+def _source(entry: dict, root: Path, index: int, declared: tuple[str, ...] | None = None) -> Source:
     where = f"manifest.yaml entry {index + 1}"
     if not isinstance(entry, dict):
         raise IngestError(where, "-", "each source must be a mapping of fields")
@@ -86,6 +104,14 @@ def _source(entry: dict, root: Path, index: int) -> Source:
     if path.suffix.lower() not in SUFFIXES[source_type]:
         raise IngestError(where, "file", f"a {source_type} must be one of {', '.join(SUFFIXES[source_type])}")
 
+    products: tuple[str, ...] = ()
+    if entry.get("line_of_business") is not None:
+        products = _products(entry["line_of_business"], where, "line_of_business")
+        undeclared = [p for p in products if declared is not None and p not in declared]
+        if undeclared:
+            raise IngestError(where, "line_of_business", f"{undeclared[0]!r} is not one of the manifest's "
+                                                         f"{DECLARED_PRODUCTS}: {', '.join(declared)}")
+
     related = entry.get("related_policies") or []
     if not isinstance(related, list) or not all(isinstance(r, str) for r in related):
         raise IngestError(where, "related_policies", "must be a list of policy ids")
@@ -95,7 +121,7 @@ def _source(entry: dict, root: Path, index: int) -> Source:
         source_type=source_type, version=entry["version"],
         effective_from=_parse_date(entry["effective_from"], where, "effective_from"),
         date_basis=date_basis, access_level=entry["access_level"], sensitive=entry["sensitive"],
-        owner=str(entry["owner"]), related_policies=tuple(related),
+        owner=str(entry["owner"]), related_policies=tuple(related), line_of_business=products,
     )
 
 
@@ -110,7 +136,10 @@ def load_manifest(directory: Path) -> list[Source]:
         raise IngestError("manifest.yaml", "-", f"not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("sources"), list) or not data["sources"]:
         raise IngestError("manifest.yaml", "sources", "must be a non-empty list")
-    sources = [_source(entry, root, i) for i, entry in enumerate(data["sources"])]
+    declared = None
+    if data.get(DECLARED_PRODUCTS) is not None:
+        declared = _products(data[DECLARED_PRODUCTS], "manifest.yaml", DECLARED_PRODUCTS)
+    sources = [_source(entry, root, i, declared) for i, entry in enumerate(data["sources"])]
     _check_versions(sources)
     return sources
 
@@ -126,7 +155,7 @@ def _check_versions(sources: list[Source]) -> None:
                 raise IngestError(s.file, "version", f"{doc_id} version {s.version} is listed twice")
             seen.add(s.version)
             first = versions[0]
-            for field in ("title", "source_type", "date_basis", "access_level"):
+            for field in ("title", "source_type", "date_basis", "access_level", "line_of_business"):
                 if getattr(s, field) != getattr(first, field):
                     raise IngestError(s.file, field, f"differs from {first.file}; versions of {doc_id} must agree")
         check_windows(doc_id, [(s.version, s.effective_from, s.file) for s in versions])
