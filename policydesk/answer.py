@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 WarningKind = Literal[
     "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped",
-    "redacted", "date_from_question", "date_in_question", "not_in_force",
+    "redacted", "date_from_question", "date_in_question", "not_in_force", "line_of_business",
 ]
 
 
@@ -42,6 +42,8 @@ class Citation(BaseModel):
     effective_to: str | None  # the last day in force (inclusive); None while open-ended
     text_sha256: str
     text: str
+    # The source's products (lines of business); None = it applies to every product.
+    line_of_business: list[str] | None = None
 
 
 @dataclass
@@ -53,6 +55,7 @@ class AskRequest:
     replay_of: uuid.UUID | None = None
     as_role: str | None = None  # replay: the original role's clearance, not the replayer's
     rejected: str | None = None  # input the caller refused (API validation): traced as failed, not answered
+    line_of_business: str | None = None  # the member's product, chosen by the asker (issue 18)
 
 
 @dataclass
@@ -70,12 +73,13 @@ class AskResult:
     abstained: bool = False
     abstain_reason: str | None = None
     # Why there was no answer, as a stable code for reports: no_source | weak_match |
-    # not_in_sources | failed_closed | failed_check | error
+    # not_in_sources | failed_closed | failed_check | line_of_business | error
     abstain_code: str | None = None
     warnings: list[AnswerWarning] = field(default_factory=list)
     redactions: list[str] = field(default_factory=list)  # identifier detectors that fired on the question
     degraded: bool = False
     dates: dict[str, str | None] = field(default_factory=dict)
+    line_of_business: str | None = None  # the product applied (validated), or None
     versions_applied: list[dict] = field(default_factory=list)
     conflicts: list[dict] = field(default_factory=list)
     context_ids: list[str] = field(default_factory=list)
@@ -83,6 +87,7 @@ class AskResult:
     extractive: bool = False
     trace_id: uuid.UUID | None = None
     error: str | None = None
+    error_code: str | None = None  # machine-readable kind of `error` where one is known (unknown_line_of_business)
     prompts: list[str] = field(default_factory=list)  # in-process only (leak checks); never stored
 
     def refuse(self, code: str, message: str) -> None:
@@ -111,6 +116,7 @@ class AskResult:
             "redactions": self.redactions,
             "degraded": self.degraded,
             "dates": self.dates,
+            "line_of_business": self.line_of_business,
             "versions_applied": self.versions_applied,
             "conflicts": self.conflicts,
             "user": self.user_name,

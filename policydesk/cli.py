@@ -190,6 +190,9 @@ def ask(question: str,
         as_user: Annotated[Optional[str], typer.Option("--as", help="The staff user asking (local database).")] = None,
         date_of_service: Annotated[Optional[str], typer.Option("--date-of-service")] = None,
         denial_date: Annotated[Optional[str], typer.Option("--denial-date")] = None,
+        line_of_business: Annotated[Optional[str], typer.Option(
+            "--line-of-business", help="The member's product (a name the corpus's sources use); "
+                                       "only its sources and those for every product are read.")] = None,
         as_json: Annotated[bool, typer.Option("--json")] = False,
         server: Annotated[Optional[str], typer.Option(
             "--server", help="Ask a running PolicyDesk at this URL through its API instead of the local database.")] = None,
@@ -200,7 +203,7 @@ def ask(question: str,
     dates = {"date_of_service": _parse_date(date_of_service, "date of service"),
              "denial_notice_date": _parse_date(denial_date, "denial notice date")}
     if server:
-        return _ask_server(server, token, question, dates, as_json)
+        return _ask_server(server, token, question, dates, as_json, line_of_business)
     if not as_user:
         _fail("--as USER is required (or --server URL --token T to ask a running server)")
     from policydesk.answer import AskRequest
@@ -210,7 +213,10 @@ def ask(question: str,
     settings = get_settings()
     with _database(serving=True) as db:
         pipeline = build_pipeline(db, settings)
-        result = pipeline.ask(AskRequest(user_name=as_user, question=question, dates=dates))
+        result = pipeline.ask(AskRequest(user_name=as_user, question=question, dates=dates,
+                                         line_of_business=line_of_business))
+    if result.error_code == "unknown_line_of_business":  # bad input, like a bad date: exit 2
+        _fail(result.error)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
@@ -219,14 +225,16 @@ def ask(question: str,
         raise typer.Exit(1)
 
 
-def _ask_server(server: str, token: Optional[str], question: str, dates: dict, as_json: bool) -> None:
+def _ask_server(server: str, token: Optional[str], question: str, dates: dict, as_json: bool,
+                line_of_business: Optional[str] = None) -> None:
     """The same JSON as a local `ask --json`, from a running server (no model or database loaded here)."""
     from policydesk.client import ApiClientError, ask_remote, render_answer
 
     if not token:
         _fail("--server needs --token T (or POLICYDESK_API_TOKEN); create one with `policydesk tokens create USER`")
     try:
-        answer = ask_remote(server, token, question, {b: d.isoformat() for b, d in dates.items() if d})
+        answer = ask_remote(server, token, question, {b: d.isoformat() for b, d in dates.items() if d},
+                            line_of_business=line_of_business)
     except ApiClientError as exc:
         _fail(str(exc), code=exc.exit_code)
     typer.echo(json.dumps(answer, indent=2, default=str) if as_json else render_answer(answer))

@@ -17,14 +17,16 @@ class ApiClientError(Exception):
         self.exit_code = exit_code
 
 
-def ask_remote(server: str, token: str, question: str, dates: dict[str, str], *, timeout: float = 120.0) -> dict[str, Any]:
+def ask_remote(server: str, token: str, question: str, dates: dict[str, str], *, timeout: float = 120.0,
+               line_of_business: str | None = None) -> dict[str, Any]:
     """The answer object, exactly as a local `policydesk ask --json` prints it. A refusal is an
     answer too (the server sends it as a `refused` problem carrying every answer field)."""
     import httpx
 
     url = server.rstrip("/") + "/api/v1/ask"
     try:
-        response = httpx.post(url, json={"question": question, **dates}, timeout=timeout,
+        body = {"question": question, **dates} | ({"line_of_business": line_of_business} if line_of_business else {})
+        response = httpx.post(url, json=body, timeout=timeout,
                               headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
     except httpx.HTTPError as exc:
         raise ApiClientError(f"could not reach {url}: {exc.__class__.__name__}: {exc}", exit_code=3) from None
@@ -57,8 +59,11 @@ def render_answer(data: dict[str, Any]) -> str:
     from policydesk.versions.window import Window
 
     lines = [data.get("answer", ""), ""]
+    if data.get("line_of_business"):
+        lines.insert(0, f"[line of business: {data['line_of_business']}]")
     for c in data.get("citations", []):
         window = Window.cited(c["effective_from"], c.get("effective_to")).format("ascii")
-        lines.append(f"  [{c['chunk_id']}] {c['title']} - {c['section']} - version {c['version']} - {window}")
+        products = f" - {', '.join(c['line_of_business'])} only" if c.get("line_of_business") else ""
+        lines.append(f"  [{c['chunk_id']}] {c['title']} - {c['section']} - version {c['version']} - {window}{products}")
     lines += [f"  ! {w['kind']}: {w['message']}" for w in data.get("warnings", [])]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.instrumentation import install_instrumentation
 from policydesk.question_dates import QuestionDate, dates_by_basis, dates_in_question
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
+from policydesk.products import UnknownLineOfBusiness, checked_product, cited_product_warning, variants_in_context
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.retrievers import chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
@@ -140,9 +141,13 @@ class AskPipeline:
                     raise AskError(req.rejected)
                 dates = self._parse_dates(req)
                 result.dates = {b: (dates[b].isoformat() if b in dates else None) for b in BASIS_KEYS}
+                # The product travels inside the clearance into every scoped read (issue 18).
+                result.line_of_business = checked_product(self.db, clearance, req.line_of_business)
+                clearance = clearance.for_product(result.line_of_business)
                 self._run(req, result, clearance, dates, draft)
-            except (AskError, DateInputError) as exc:
+            except (AskError, DateInputError, UnknownLineOfBusiness) as exc:
                 result.error = str(exc)
+                result.error_code = "unknown_line_of_business" if isinstance(exc, UnknownLineOfBusiness) else None
                 result.abstain_reason = str(exc)
             except Exception as exc:  # fail closed: no half answer, and the trace still lands
                 log.exception("ask failed, trace %s", draft.id)
@@ -205,6 +210,11 @@ class AskPipeline:
         if not nodes:
             self._abstain(result, "No source you are cleared to see answers this question.", "no_source")
             return
+        variants = variants_in_context(nodes) if result.line_of_business is None else None
+        if variants is not None:  # the rule has product editions and none was chosen: ask, never pick
+            result.warnings.append(variants.warning())
+            self._abstain(result, variants.warning().message, "line_of_business")
+            return
         best = retrieved.best_similarity
         if best is not None and best < self.settings.abstain_threshold():  # the active embedding model's
             self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.",
@@ -248,6 +258,8 @@ class AskPipeline:
             result.extractive = True
             result.warnings.append(AnswerWarning(kind="extractive", message=EXTRACTIVE_NOTE))
         result.warnings += stale_source_warnings(self.db, result.citations, clearance)
+        if result.line_of_business is None and (warning := cited_product_warning(result.citations)):
+            result.warnings.append(warning)
 
     def _answer_what_changed(self, result, clearance, nodes, best_similarity, draft) -> None:
         doc_id = policy_to_compare(result.question, nodes, best_similarity,

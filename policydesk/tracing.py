@@ -101,7 +101,7 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
         # Never the raw text: redacted whether or not the gate ran (issue 15).
         sensitive_cleared=bool(clearance and clearance.sensitive),
         question=redact(req.question or "", settings.PLAN_ID_PATTERNS).text,
-        dates=result.dates, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
+        dates=result.dates, line_of_business=result.line_of_business, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
         # No column of its own (a new column would change every stored row's canonical hash):
         # what the instrumentation saw rides with the answer it produced.
         answer=result.to_json() | {"instrumentation": instrumentation(draft)},

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from policydesk.answer import AskRequest
 from policydesk.citations import own_citation
 from policydesk.dates import DateInputError, check_date_order, parse_input_date
+from policydesk.products import UnknownLineOfBusiness, checked_product
 from policydesk.versions import BASIS_KEYS, basis_label, display_window
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
@@ -49,9 +50,13 @@ def _answer(pipeline, user: Staff, raw: bytes) -> dict:
                    line_of_business=body.line_of_business)
         question = body.question
         dates = _checked(body, pipeline.settings.MAX_QUESTION_CHARS)
+        product = checked_product(pipeline.db, user.clearance, body.line_of_business)
+    except UnknownLineOfBusiness as exc:
+        _reject(pipeline, user, question, ApiProblem.field("unknown_line_of_business", "line_of_business", str(exc)))
     except ApiProblem as problem:
         _reject(pipeline, user, question, problem)
-    result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=dates))
+    result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=dates,
+                                     line_of_business=product))
     data = result.to_json()
     trace_id = data["trace_id"]
     if result.refused:
@@ -68,9 +73,6 @@ def _checked(body: AskBody, max_chars: int) -> dict[str, str]:
         raise ApiProblem.field("invalid_request", "question", "is empty")
     if len(body.question) > max_chars:
         raise ApiProblem.field("invalid_request", "question", f"is longer than {max_chars} characters")
-    if body.line_of_business is not None:
-        raise ApiProblem.field("unknown_line_of_business", "line_of_business",
-                               "no lines of business are defined yet; leave it out or null")
     parsed = {}
     for basis in BASIS_KEYS:
         try:

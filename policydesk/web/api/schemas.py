@@ -31,13 +31,16 @@ class AskBody(_Strict):
     denial_notice_date: str | None = Field(default=None, json_schema_extra=DATE, description=(
         "YYYY-MM-DD: the date on the denial notice, for policies whose date basis it is."))
     line_of_business: str | None = Field(default=None, description=(
-        "Reserved for products (issue 'line of business'). No products are defined yet: any "
-        "non-null value is refused with problem type unknown_line_of_business."))
+        "The member's product (line of business), one of the names the corpus's sources use: only "
+        "sources for that product or for every product are read. An unknown name is refused with "
+        "problem type unknown_line_of_business listing the valid ones. Null: no product chosen."))
 
 
 class CheckBody(_Strict):
     member_date: str = Field(description="YYYY-MM-DD: the member's date the cited versions are checked against.",
                              json_schema_extra=DATE)
+    line_of_business: str | None = Field(default=None, description=(
+        "The member's product: a cited source for other products only is a `wrong_product` verdict."))
 
 
 class FeedbackBody(_Strict):
@@ -74,6 +77,8 @@ class CitationOut(BaseModel):
     effective_from: str = Field(description="First day this version was in force (YYYY-MM-DD).")
     effective_to: str | None = Field(description="Last day in force (inclusive), or null while the version is current.")
     text_sha256: str = Field(description="SHA-256 of the cited text as indexed when answered.")
+    line_of_business: list[str] | None = Field(default=None, description=(
+        "The source's products (lines of business); null when it applies to every product."))
 
 
 class WarningOut(BaseModel):
@@ -131,6 +136,7 @@ class AnswerOut(BaseModel):
         "parts were removed before retrieval, any model call and the trace."))
     degraded: bool = Field(description="True when retrieval fell back to full text (embedding service down).")
     dates: DatesOut | dict[str, Any]
+    line_of_business: str | None = Field(default=None, description="The product the answer was given for, or null.")
     versions_applied: list[VersionAppliedOut]
     conflicts: list[ConflictOut]
     user: str
@@ -185,6 +191,7 @@ class TraceHitOut(BaseModel):
     refused: bool
     abstained: bool
     dates: dict[str, str | None]
+    line_of_business: str | None = Field(default=None, description="The product the answer was given for.")
 
 
 class TraceSearchOut(BaseModel):
@@ -201,7 +208,7 @@ class VerdictOut(BaseModel):
     basis: str | None
     basis_label: str
     member_date: str
-    verdict: Literal["right", "wrong_version", "edited", "section_missing", "none_in_force"]
+    verdict: Literal["right", "wrong_version", "edited", "section_missing", "none_in_force", "wrong_product"]
     ok: bool
     text: str = Field(description="The verdict in words, e.g. 'wrong policy version: version 1 applied, ...'.")
     applied_version: int | None

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from policydesk import disputes
 from policydesk.dates import DateInputError, parse_input_date
+from policydesk.products import UnknownLineOfBusiness, checked_product
 from policydesk.web.api.deps import ApiReviewer, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
 from policydesk.web.api.schemas import DATE, CheckBody, CheckOut, TraceHitOut, TraceSearchOut, VerdictOut
@@ -43,25 +44,30 @@ def search_traces(reviewer: ApiReviewer, db: DbDep,
     return TraceSearchOut(traces=[TraceHitOut(
         id=str(h.id), created_at=h.created_at, user_name=h.user_name, user_role=h.user_role, question=h.question,
         answer_text=h.answer_text, refused=h.refused, abstained=h.abstained,
-        dates={k: (str(v) if v is not None else None) for k, v in (h.dates or {}).items()}) for h in hits])
+        dates={k: (str(v) if v is not None else None) for k, v in (h.dates or {}).items()},
+        line_of_business=h.line_of_business) for h in hits])
 
 
 @router.post("/{trace_id}/check", response_model=CheckOut, openapi_extra=body_schema(CheckBody),
              responses=problems(403, 404, 422), summary="Check an answer against the member's date")
 async def check_trace(request: Request, reviewer: ApiReviewer, db: DbDep, trace_id: str) -> CheckOut:
     """A verdict per cited section, computed in code from effective dates and text hashes:
-    right, wrong_version (naming the version that applied), edited, section_missing or
-    none_in_force. Written to the audit log like a check on the disputes page."""
+    right, wrong_version (naming the version that applied), edited, section_missing,
+    none_in_force, or wrong_product (with `line_of_business`, a cited source for other products only). Written to the audit log like a check on the disputes page."""
     raw = await read_body(request, request.app.state.settings.API_MAX_BODY_BYTES)
     return await run_in_threadpool(_check, db, reviewer, trace_id, raw)
 
 
 def _check(db, reviewer: Staff, trace_id: str, raw: bytes) -> CheckOut:
     body = parse_body(raw, CheckBody)
-    check_text(member_date=body.member_date)
+    check_text(member_date=body.member_date, line_of_business=body.line_of_business)
     day = _date(body.member_date, "member_date")
     if day is None:
         raise ApiProblem.field("invalid_date", "member_date", "is empty; use YYYY-MM-DD")
+    try:
+        product = checked_product(db, reviewer.clearance, body.line_of_business)
+    except UnknownLineOfBusiness as exc:
+        raise ApiProblem.field("unknown_line_of_business", "line_of_business", str(exc)) from None
     try:
         tid = uuid.UUID(trace_id)
     except ValueError:
@@ -69,7 +75,7 @@ def _check(db, reviewer: Staff, trace_id: str, raw: bytes) -> CheckOut:
     trace = disputes.load(db, tid, reviewer=reviewer.name)
     if trace is None:
         raise ApiProblem("not_found", "No answer with that id.")
-    verdicts = disputes.check(db, trace, day, reviewer=reviewer.name)
+    verdicts = disputes.check(db, trace, day, reviewer=reviewer.name, member_product=product)
     # The published field keeps its name; it carries the basis as titled on pages (basis_title).
     return CheckOut(trace_id=str(trace.id), member_date=day.isoformat(), verdicts=[VerdictOut(
         chunk_id=v.chunk_id, doc_id=v.doc_id, title=v.title, section=v.section, cited_version=v.cited_version,
