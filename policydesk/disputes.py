@@ -22,6 +22,7 @@ from policydesk.access import Clearance, clearance_for
 from policydesk.answer import AskRequest
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
 from policydesk.ingest.chunks import sha256_text
+from policydesk.products import product_label, products_text
 from policydesk.storage import sources
 from policydesk.storage.chain import RowProof, row_proof
 from policydesk.storage.models import AuditEntry, Trace
@@ -36,6 +37,7 @@ WRONG = "wrong_version"
 EDITED = "edited"
 MISSING = "section_missing"
 NONE_IN_FORCE = "none_in_force"
+WRONG_PRODUCT = "wrong_product"
 
 
 # -- audit --------------------------------------------------------------------------------------
@@ -77,10 +79,11 @@ class Hit:
     abstained: bool
     dates: dict
     marked_wrong: bool = False
+    line_of_business: str | None = None
 
 
 _SEARCH_SQL = """
-    SELECT id, created_at, user_name, user_role, question, answer_text, refused, abstained, dates,
+    SELECT id, created_at, user_name, user_role, question, answer_text, refused, abstained, dates, line_of_business,
            EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = traces.id AND f.verdict = 'wrong') AS marked_wrong
     FROM traces
     WHERE kind = 'ask'
@@ -112,7 +115,7 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
     with reviewing(reviewer), db.app.connect() as conn:
         rows = conn.execute(text(_SEARCH_SQL), params).all()
     hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
-                r.dates or {}, r.marked_wrong) for r in rows]
+                r.dates or {}, r.marked_wrong, r.line_of_business) for r in rows]
     audit(db, actor=reviewer, action="search", details={
         "words": words, "staff": staff,
         "asked_from": asked_from.isoformat() if asked_from else None,
@@ -179,18 +182,21 @@ class Verdict:
     basis: str | None
     basis_title: str  # which date the member date is, as headed on the page
     member_date: date
-    kind: str  # right | wrong_version | edited | section_missing | none_in_force
+    kind: str  # right | wrong_version | edited | section_missing | none_in_force | wrong_product
     text: str
     applied_version: int | None = None
     applied_window: str | None = None
+    member_product: str | None = None  # the member's product, as the reviewer entered it
 
     @property
     def ok(self) -> bool:
         return self.kind == RIGHT
 
 
-def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clearance | None = None) -> list[Verdict]:
-    """A verdict for each cited section: did the cited version apply on member_date, and is its text unchanged?
+def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clearance | None = None,
+          member_product: str | None = None) -> list[Verdict]:
+    """A verdict for each cited section: did the cited source apply to the member's product (when the
+    reviewer entered it), did the cited version apply on member_date, and is its text unchanged?
 
     Reads versions and current text under the reviewer's clearance (compliance sees every level),
     through the same permission-scoped reads the pipeline uses.
@@ -207,7 +213,13 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
         cited_window = Window.cited(c["effective_from"], c.get("effective_to")).format()
         common = dict(chunk_id=c["chunk_id"], doc_id=c["doc_id"], title=c["title"], section=c["section"],
                       cited_version=int(c["version"]), cited_window=cited_window, basis=basis,
-                      basis_title=basis_title(basis), member_date=member_date)
+                      basis_title=basis_title(basis), member_date=member_date, member_product=member_product)
+        products = c.get("line_of_business") or []
+        if member_product is not None and products and member_product not in products:
+            verdicts.append(Verdict(**common, kind=WRONG_PRODUCT, text=(
+                f"wrong product: {c['title']} ({c['doc_id']}) applies to {products_text(products)} only, "
+                f"not the member's {product_label(member_product)}")))
+            continue
         applied = in_force_on(doc_versions, member_date)
         if applied is None:
             verdicts.append(Verdict(**common, kind=NONE_IN_FORCE, text="no version in force on that date"))
@@ -227,7 +239,7 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
         else:
             verdicts.append(Verdict(**common, kind=RIGHT, text="right version"))
     audit(db, actor=reviewer, action="check", target=str(trace.id), details={
-        "member_date": member_date.isoformat(),
+        "member_date": member_date.isoformat(), "member_product": member_product,
         "verdicts": [{"chunk_id": v.chunk_id, "verdict": v.kind, "text": v.text} for v in verdicts],
     })
     return verdicts
@@ -251,15 +263,18 @@ def date_bases(db, trace: Trace, *, clearance: Clearance | None = None) -> list[
 
 # -- replay -------------------------------------------------------------------------------------
 
-def replay(pipeline, trace: Trace, member_date: date, *, reviewer: str):
-    """Re-run the question for member_date with the ORIGINAL role's clearance; its own trace, linked."""
+def replay(pipeline, trace: Trace, member_date: date, *, reviewer: str, member_product: str | None = None):
+    """Re-run the question for member_date with the ORIGINAL role's clearance; its own trace, linked.
+    The product is the member's as the reviewer entered it, else the one the answer was given for."""
     bases = date_bases(pipeline.db, trace)
+    product = member_product or trace.line_of_business
     result = pipeline.ask(AskRequest(
         user_name=reviewer, question=trace.question, dates={b: member_date for b in bases},
-        kind="replay", replay_of=trace.id, as_role=trace.user_role,
+        kind="replay", replay_of=trace.id, as_role=trace.user_role, line_of_business=product,
     ))
     audit(pipeline.db, actor=reviewer, action="replay", target=str(trace.id), details={
         "member_date": member_date.isoformat(), "bases": bases, "as_role": trace.user_role,
+        "line_of_business": product,
         "replay_trace": str(result.trace_id) if result.trace_id else None,
     })
     return result

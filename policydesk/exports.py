@@ -29,9 +29,10 @@ from policydesk.storage.chain import CANONICAL_ROW, pin_canonical_output
 FORMATS = ("jsonl", "csv")
 # What an auditor reads first; everything else is in `canonical`.
 FIELDS = ("id", "seq", "created_at", "kind", "replay_of", "user_name", "user_role", "question", "dates",
-          "answer_text", "refused", "refusal_reason", "abstained", "degraded", "status", "citations", "warnings",
+          "line_of_business", "answer_text", "refused", "refusal_reason", "abstained", "degraded", "status", "citations", "warnings",
           "feedback", "prev_hash", "row_hash", "canonical")
-_CITATION_KEYS = ("chunk_id", "doc_id", "title", "section", "version", "effective_from", "effective_to", "text_sha256")
+_CITATION_KEYS = ("chunk_id", "doc_id", "title", "section", "version", "effective_from", "effective_to", "text_sha256",
+                  "line_of_business")
 
 _EXPORT_SQL = text(f"""
     SELECT t.seq, {CANONICAL_ROW}::text AS canonical, t.prev_hash, t.row_hash,
@@ -117,7 +118,8 @@ def verify_export_lines(lines: Iterable[str], *, whole_period: bool = False) -> 
         if digest != rec["row_hash"]:
             problems.append(f"line {n} (trace {rec['id']}): hash mismatch, the row is not as written")
         content = json.loads(rec["canonical"])
-        for key in ("id", "seq", "user_name", "user_role", "question", "answer_text", "refused", "kind"):
+        for key in ("id", "seq", "user_name", "user_role", "question", "line_of_business", "answer_text", "refused",
+                    "kind"):
             if content.get(key) != rec.get(key):
                 problems.append(f"line {n} (trace {rec['id']}): field {key!r} differs from what was hashed")
         if prev is not None and rec["seq"] == prev["seq"] + 1 and rec["prev_hash"] != prev["row_hash"]:

@@ -24,10 +24,13 @@ from policydesk.reports.clusters import QuestionCluster, cluster_questions
 from policydesk.storage import sources
 from policydesk.storage.scope import scoped_session
 
-ABSTAIN_KINDS = ("no_source", "weak_match", "not_in_sources", "failed_closed", "failed_check", "error")
+ABSTAIN_KINDS = ("no_source", "weak_match", "not_in_sources", "failed_closed", "failed_check", "line_of_business",
+                 "error")
+NO_PRODUCT = ""  # the `products` key of questions asked without a line of business
 
 _TRACES_SQL = text("""
-    SELECT id, created_at, question, refused, abstained, degraded, status, answer, citations, chunk_ids
+    SELECT id, created_at, question, refused, abstained, degraded, status, answer, citations, chunk_ids,
+           line_of_business
     FROM traces
     WHERE kind = 'ask' AND created_at >= :start AND created_at < :end
     ORDER BY created_at
@@ -68,6 +71,7 @@ class SourceRow:
     source_type: str
     owner: str
     counts: Counts = field(default_factory=Counts)
+    line_of_business: tuple[str, ...] = ()  # the source's products; empty = every product
     conflicts: Counter = field(default_factory=Counter)  # "note title says X" -> n
 
 
@@ -92,6 +96,8 @@ class GapsReport:
     stale: list[SourceNote]
     scheduled: list[SourceNote]
     daily: dict[date, Counts]
+    # Per line of business the question was asked for (NO_PRODUCT: none chosen).
+    products: dict[str, Counts] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ class _Trace:
     cited_docs: tuple[str, ...]
     context_doc: str | None
     conflicts: tuple[dict, ...]
+    line_of_business: str | None = None
 
 
 def _doc_of(chunk_id: str) -> str:
@@ -121,7 +128,7 @@ def _trace(row) -> _Trace:
         refused=row.refused, abstained=row.abstained or row.status == "failed", degraded=row.degraded,
         refusal_code=answer.get("refusal_code"), abstain_code=answer.get("abstain_code"), cited_docs=cited,
         context_doc=_doc_of(row.chunk_ids[0]) if row.chunk_ids else None,
-        conflicts=tuple(answer.get("conflicts") or ()),
+        conflicts=tuple(answer.get("conflicts") or ()), line_of_business=row.line_of_business,
     )
 
 
@@ -139,8 +146,9 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
 
     latest = {v.doc_id: v for v in versions}  # ordered by version: the last one wins
     wanted = {d for d, v in latest.items() if owner is None or v.owner == owner}
-    rows = {d: SourceRow(d, latest[d].title, latest[d].source_type, latest[d].owner) for d in sorted(wanted)}
-    totals, owners, daily = Counts(), defaultdict(Counts), defaultdict(Counts)
+    rows = {d: SourceRow(d, latest[d].title, latest[d].source_type, latest[d].owner,
+                         line_of_business=tuple(latest[d].line_of_business or ())) for d in sorted(wanted)}
+    totals, owners, daily, products = Counts(), defaultdict(Counts), defaultdict(Counts), defaultdict(Counts)
     unanswered: list[str] = []
     for t in traces:
         docs = [d for d in (t.cited_docs or ((t.context_doc,) if t.context_doc else ())) if d in latest]
@@ -150,6 +158,7 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
         is_wrong = t.id in wrong
         totals.add(t, is_wrong)
         daily[t.day].add(t, is_wrong)
+        products[t.line_of_business or NO_PRODUCT].add(t, is_wrong)
         for d in mine:
             rows[d].counts.add(t, is_wrong)
         for o in {latest[d].owner for d in mine}:
@@ -179,4 +188,5 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
     clusters = cluster_questions(unanswered, embed_model) if embed_model is not None and unanswered else []
     return GapsReport(start, end, owner, clearance.role, totals,
                       sorted(rows.values(), key=lambda r: (-r.counts.not_answered, -r.counts.asked, r.doc_id)),
-                      dict(sorted(owners.items())), clusters, stale, scheduled, dict(sorted(daily.items())))
+                      dict(sorted(owners.items())), clusters, stale, scheduled, dict(sorted(daily.items())),
+                      dict(sorted(products.items())))

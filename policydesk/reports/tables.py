@@ -6,11 +6,11 @@ import csv
 import io
 
 from policydesk.reports.charts import daily_chart, owner_chart
-from policydesk.reports.gaps import ABSTAIN_KINDS, Counts, GapsReport
+from policydesk.reports.gaps import ABSTAIN_KINDS, NO_PRODUCT, Counts, GapsReport
 
 REFUSAL_KINDS = ("member_identifier", "claim_action", "out_of_scope", "no_version_in_force", "postflight",
                  "empty_question", "question_too_long")
-COLUMNS = ("level", "name", "owner", "asked", "answered", "not_answered", *(f"no_answer_{k}" for k in ABSTAIN_KINDS),
+COLUMNS = ("level", "name", "owner", "line_of_business", "asked", "answered", "not_answered", *(f"no_answer_{k}" for k in ABSTAIN_KINDS),
            "refused", *(f"refused_{k}" for k in REFUSAL_KINDS), "degraded", "conflicts", "marked_wrong")
 
 
@@ -25,14 +25,19 @@ def report_rows(report: GapsReport) -> list[dict]:
     rows = [{"level": "total", "name": "all questions" if report.owner is None else f"questions on {report.owner}'s sources",
              "owner": report.owner or "", **_cells(report.totals)}]
     rows += [{"level": "owner", "name": owner, "owner": owner, **_cells(c)} for owner, c in report.owners.items()]
-    rows += [{"level": "source", "name": f"{s.title} ({s.doc_id})", "owner": s.owner, **_cells(s.counts)}
+    # Per line of business the questions were asked for (issue 18), once any was chosen.
+    if any(p != NO_PRODUCT for p in report.products):
+        rows += [{"level": "product", "name": p or "no line of business chosen", "owner": "",
+                  "line_of_business": p, **_cells(c)} for p, c in report.products.items()]
+    rows += [{"level": "source", "name": f"{s.title} ({s.doc_id})", "owner": s.owner,
+              "line_of_business": " ".join(s.line_of_business) or "all", **_cells(s.counts)}
              for s in report.sources if s.counts.asked or s.counts.conflicts]
     return rows
 
 
 def report_csv(report: GapsReport) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n", restval="")
     writer.writeheader()
     writer.writerows(report_rows(report))
     return buf.getvalue()

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance
+from policydesk.products import product_label, products_text
 from policydesk.storage import sources
 from policydesk.storage.models import OPEN_END
 from policydesk.versions import BASIS_KEYS, Window, basis_title, in_force_on
@@ -25,6 +26,7 @@ WARNING_LABELS = {
     "date_from_question": "Date read from the question",
     "date_in_question": "Date in the question differs",
     "not_in_force": "Not in force",
+    "line_of_business": "Line of business",
 }
 
 
@@ -44,6 +46,25 @@ def date_fields(session: Session, clearance: Clearance, values: dict[str, str] |
     return [DateField(b, basis_title(b), values.get(b, "")) for b in BASIS_KEYS if b in present]
 
 
+@dataclass(frozen=True)
+class ProductField:
+    """The product selector: the names the caller's sources use, and the one chosen."""
+    options: list[tuple[str, str]]  # (name, label)
+    value: str
+
+
+def product_field(session: Session, clearance: Clearance, value: str | None) -> ProductField | None:
+    names = sources.product_names(session, clearance=clearance)
+    if not names:
+        return None
+    return ProductField([(n, product_label(n)) for n in names], value or "")
+
+
+def product_line(data: dict[str, Any]) -> str:
+    chosen = data.get("line_of_business")
+    return f"Line of business: {product_label(chosen)}" if chosen else "No line of business chosen"
+
+
 # -- an answer ----------------------------------------------------------------------------------
 
 @dataclass
@@ -59,6 +80,7 @@ class CitationView:
     text_url: str | None = None
     text: str | None = None
     dom_id: str = ""
+    products: str = ""  # "Medicaid only"; empty for a source for every product
 
     @property
     def version_line(self) -> str:
@@ -91,6 +113,7 @@ class AnswerView:
     trace_id: str | None = None
     model: str = ""
     timelines: list["Timeline"] = field(default_factory=list)
+    product_line: str = ""
 
     @property
     def answered(self) -> bool:
@@ -126,6 +149,7 @@ def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_dat
             text_url=text_url(c["chunk_id"]) if text_url else None,
             text=c.get("text") if include_text and (c["doc_id"], int(c["version"])) in (readable or set()) else None,
             dom_id=f"cite-{i}",
+            products=f"{products_text(c['line_of_business'])} only" if c.get("line_of_business") else "",
         ))
     number = {c.chunk_id: c.number for c in cites}
     claims = [ClaimView(cl["text"], [number[cid] for cid in cl.get("citations", []) if cid in number])
@@ -136,7 +160,7 @@ def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_dat
     return AnswerView(status=status, answer=data.get("answer", "") if status == "answered" else "", message=message,
                       claims=claims, citations=cites, warnings=warnings, windows=windows,
                       dates_line=dates_line(data.get("dates"), no_date), trace_id=data.get("trace_id"),
-                      model=data.get("model", ""))
+                      model=data.get("model", ""), product_line=product_line(data))
 
 
 def citation_url(trace_id: str) -> Callable[[str], str]:

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from policydesk import disputes, exports
 from policydesk.dates import DateInputError, parse_input_date
 from policydesk.feedback import feedback_for
+from policydesk.products import UnknownLineOfBusiness, checked_product, product_label, valid_products
 from policydesk.storage.models import Trace
 from policydesk.versions import basis_title
 from policydesk.web.deps import ComplianceUser, DbDep, PipelineDep, Staff, require_compliance
@@ -80,25 +81,27 @@ def open_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline:
 
 @router.post("/{trace_id}/check")
 def check_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str,
-                 member_date: Annotated[str, Form()] = ""):
+                 member_date: Annotated[str, Form()] = "", member_product: Annotated[str, Form()] = ""):
     trace = _load(db, trace_id, reviewer)
-    ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date)
+    ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date, member_product=member_product)
     day = _member_date(member_date, ctx, "check_problem")
-    if day is None:
+    product = _member_product(db, reviewer, member_product, ctx, "check_problem")
+    if day is None or product is False:
         return render(request, "disputes/answer.html", ctx, block="verdicts", status_code=422)
-    ctx["verdicts"] = disputes.check(db, trace, day, reviewer=reviewer.name)
+    ctx["verdicts"] = disputes.check(db, trace, day, reviewer=reviewer.name, member_product=product)
     return render(request, "disputes/answer.html", ctx, block="verdicts")
 
 
 @router.post("/{trace_id}/replay")
 def replay_answer(request: Request, reviewer: ComplianceUser, db: DbDep, pipeline: PipelineDep, trace_id: str,
-                  member_date: Annotated[str, Form()] = ""):
+                  member_date: Annotated[str, Form()] = "", member_product: Annotated[str, Form()] = ""):
     trace = _load(db, trace_id, reviewer)
-    ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date)
+    ctx = _answer_context(db, pipeline, reviewer, trace, member_date=member_date, member_product=member_product)
     day = _member_date(member_date, ctx, "replay_problem")
-    if day is None:
+    product = _member_product(db, reviewer, member_product, ctx, "replay_problem")
+    if day is None or product is False:
         return render(request, "disputes/answer.html", ctx, block="replay", status_code=422)
-    result = disputes.replay(pipeline, trace, day, reviewer=reviewer.name)
+    result = disputes.replay(pipeline, trace, day, reviewer=reviewer.name, member_product=product)
     citations = [c.model_dump() for c in result.citations]
     trace_ref = str(result.trace_id) if result.trace_id else None
     replayed = answer_view(result.to_json(), citations, no_date="no date entered",
@@ -137,7 +140,17 @@ def _member_date(value: str, ctx: dict, problem_key: str) -> date | None:
     return day
 
 
-def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date: str = "") -> dict:
+def _member_product(db, reviewer: Staff, value: str, ctx: dict, problem_key: str):
+    """The member's product as entered (None: not entered); False after recording the problem."""
+    try:
+        return checked_product(db, reviewer.clearance, value)
+    except UnknownLineOfBusiness as exc:
+        ctx[problem_key] = str(exc)
+        return False
+
+
+def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date: str = "",
+                    member_product: str = "") -> dict:
     bases = disputes.date_bases(db, trace, clearance=reviewer.clearance)
     label = " / ".join(basis_title(b) for b in bases)
     view = answer_view(trace.answer or {}, trace.citations or [], no_date="no date entered", include_text=True,
@@ -153,6 +166,9 @@ def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date:
         "member_label": f"Member's {label[0].lower()}{label[1:]}" if label else "Member's date",
         "basis_note": label,
         "member_date": member_date,
+        "product_entered": product_label(trace.line_of_business) if trace.line_of_business else "none chosen",
+        "products": [(n, product_label(n)) for n in valid_products(db, reviewer.clearance)],
+        "member_product": member_product,
         "replays": disputes.replays_of(db, trace.id, reviewer=reviewer.name),
         "proof": disputes.proof(db, trace.id, reviewer=reviewer.name),
         "feedback": feedback_for(db, trace.id, user_name=reviewer.name, all_users=True),
