@@ -40,6 +40,7 @@ import yaml
 
 from corpus_checks import (
     MANIFEST_KEYS,
+    OPTIONAL_MANIFEST_KEYS,
     check_built,
     chunk_counts,
     numbered_headings,
@@ -199,10 +200,14 @@ def yaml_value(value) -> str:
 
 
 def manifest_text(index: dict, entries) -> str:
-    out = [MANIFEST_HEADER, f"corpus: {index['name']}", "sources:"]
+    out = [MANIFEST_HEADER, f"corpus: {index['name']}"]
+    if index.get("lines_of_business"):
+        out.append(f"lines_of_business: {yaml_value(index['lines_of_business'])}")
+    out.append("sources:")
     for e in entries:
-        for k in MANIFEST_KEYS:
-            out.append(f"{'  - ' if k == 'file' else '    '}{k}: {yaml_value(e[k])}")
+        for k in MANIFEST_KEYS + OPTIONAL_MANIFEST_KEYS:
+            if k in MANIFEST_KEYS or e.get(k):
+                out.append(f"{'  - ' if k == 'file' else '    '}{k}: {yaml_value(e[k])}")
     return "\n".join(out) + "\n"
 
 
@@ -210,7 +215,8 @@ def readme_text(index: dict, entries, src: Path = SOURCE) -> str:
     rows = [
         f"| `{e['file']}` | {e['id']} | {e['title']} | {e['type']} | {e['version']} | "
         f"{e['effective_from']} | {e['date_basis']} | {e['access_level']} | "
-        f"{'yes' if e['sensitive'] else 'no'} | {', '.join(e['related_policies']) or '-'} |"
+        f"{'yes' if e['sensitive'] else 'no'} | {', '.join(e['related_policies']) or '-'} | "
+        f"{', '.join(e.get('line_of_business') or []) or 'all'} |"
         for e in entries
     ]
     counts = chunk_counts(entries)

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from policydesk.ingest import IngestError, check_staleness, ingest_directory
 from tests.conftest import CORPUS, table_counts
 
-DEMO_CHUNKS = 134  # 106 policy chunks (105 sections in 27 files), 18 wiki sections, 10 call notes (corpus/README.md)
+DEMO_CHUNKS = 143  # 115 policy chunks (114 sections in 30 files), 18 wiki sections, 10 call notes (corpus/README.md)
 
 
 def _entries(*files: str) -> list[dict]:
@@ -48,8 +48,8 @@ def test_demo_corpus_ingests_expected_chunks_with_full_metadata(demo_db):
         versions = conn.execute(text("SELECT count(*) FROM document_versions")).scalar_one()
     assert total == DEMO_CHUNKS
     assert missing == 0
-    assert by_type == {"policy": 106, "wiki": 18, "call_note": 10}
-    assert versions == 44
+    assert by_type == {"policy": 115, "wiki": 18, "call_note": 10}
+    assert versions == 47
 
 
 def test_superseded_version_window_is_closed_and_current_is_open(demo_db):
@@ -81,7 +81,7 @@ def test_reingest_unchanged_corpus_writes_nothing(make_db, embed_model, settings
     with db.owner.connect() as conn:
         after = conn.execute(snapshot_sql).all()
         versions_after = conn.execute(text("SELECT id, xmin::text FROM document_versions ORDER BY id")).all()
-    assert again.chunks_written == 0 and again.unchanged == 44
+    assert again.chunks_written == 0 and again.unchanged == 47
     assert table_counts(db) == counts
     assert after == before  # same rows, same transaction ids: nothing was rewritten
     assert versions_after == versions_before
