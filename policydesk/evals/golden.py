@@ -23,7 +23,7 @@ SPLITS: tuple[str, ...] = ("dev", "test")
 # The files each split is read from, relative to evals/. A file may hold items of several splits
 # when each item says `split: dev|test` (or the file says it once at the top); only the asked
 # split's items are kept. Add a file here to make it part of a split.
-SPLIT_SOURCES: tuple[str, ...] = ("golden_{split}.yaml",)
+SPLIT_SOURCES: tuple[str, ...] = ("golden_{split}.yaml", "golden_products.yaml")
 DEFAULT_SPLIT = "test"
 DEFAULT_GOLDEN = EVALS_DIR / f"golden_{DEFAULT_SPLIT}.yaml"
 
@@ -47,6 +47,7 @@ class GoldenItem:
     excluded_sources: tuple[str, ...] = ()  # docs not in force on the applicable date: never cited or in context
     tags: tuple[str, ...] = ()
     split: str | None = None
+    line_of_business: str | None = None  # the member's product, passed to the ask (issue 18)
 
     @property
     def answerable(self) -> bool:
@@ -156,6 +157,7 @@ def _item(raw: dict, n: int, file_split: str | None = None) -> GoldenItem:
         excluded_sources=_str_list(raw.get("excluded_sources"), "excluded_sources", where),
         tags=_str_list(raw.get("tags"), "tags", where),
         split=split,
+        line_of_business=str(raw["line_of_business"]) if raw.get("line_of_business") else None,
     )
 
 

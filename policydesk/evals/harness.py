@@ -64,7 +64,8 @@ def _progress(iterable, total: int, desc: str, enabled: bool):
 
 
 def _full_record(pipeline, item: GoldenItem, role: str, user: str) -> tuple[ItemRecord, Any]:
-    result = pipeline.ask(AskRequest(user_name=user, question=item.question, dates=item.date_inputs(), kind="eval"))
+    result = pipeline.ask(AskRequest(user_name=user, question=item.question, dates=item.date_inputs(), kind="eval",
+                                     line_of_business=item.line_of_business))
     rec = ItemRecord(item_id=item.id, system="full", bucket=item.bucket, role=role, question=item.question,
                      dates=item.dates, expect_refusal=item.expect_refusal)
     rec.context_ids = list(result.context_ids)
