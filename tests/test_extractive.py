@@ -177,3 +177,15 @@ def test_a_wiki_restating_a_policy_sentence_is_replaced_by_the_policy_it_restate
                 title="Telehealth FAQ", section="Audio-Only Visits and Copays", source_type="wiki")
     result = answer("What is the copay for a behavioral health telehealth visit?", [faq, policy])
     assert result.claims[0].citations == ["POL-TH:v1:cost-sharing"]
+
+
+def test_a_heading_line_is_never_quoted_as_the_answer():
+    # Pins: a three-word heading ("Grievance Filing Limit") was quoted as the whole answer.
+    node = chunk("POL-GRV:v1:grievance-filing-limit", "Grievance Filing Limit\nA member may file a grievance "
+                 "within 60 days of the event.", title="Member Grievances", section="Grievance Filing Limit")
+    plain = chunk("POL-X:v1:deadlines", "Deadlines For Written Requests\nWritten requests are answered within "
+                  "30 days.", title="Written Requests", section="Response Times")
+    result = answer("What is the grievance filing limit?", [node, plain])
+    assert result.claims[0].text == "A member may file a grievance within 60 days of the event."
+    result = answer("deadline for written requests?", [plain])
+    assert result.claims[0].text == "Written requests are answered within 30 days."

@@ -69,9 +69,29 @@ def parse_prompt(prompt: str) -> tuple[str, list[SourceBlock]]:
     return (unescape_data(question.group(1)) if question else ""), list(blocks.values())
 
 
-def sentences(text: str) -> list[str]:
+def _is_heading(line: str, headings: set[str]) -> bool:
+    """A heading line states no rule: '## Filing Limit', the block's own section or title, or a
+    short Title Case line with no closing punctuation (how plain PDF headings come through)."""
+    stripped = line.strip()
+    if stripped.startswith("#") or _normal(stripped) in headings:
+        return True
+    if _LIST_MARK.match(stripped) or stripped[-1:] in ".!?:;,)" or len(stripped.split()) > 10:
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", stripped) if len(w) > 3]
+    return bool(words) and all(w[0].isupper() for w in words)
+
+
+def _normal(text: str) -> str:
+    return " ".join(_TOKEN.findall(text.lower()))
+
+
+def sentences(text: str, headings: tuple[str, ...] = ()) -> list[str]:
+    """Quotable sentences; heading lines (see `_is_heading`) are left out."""
+    names = {_normal(h) for h in headings if h}
     out: list[str] = []
     for line in text.splitlines():
+        if not line.strip() or _is_heading(line, names):
+            continue
         line = _LIST_MARK.sub("", line).strip()
         out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
     return out

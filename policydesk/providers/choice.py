@@ -127,7 +127,7 @@ class SentenceChooser:
 
     def choose(self, question: str, blocks: list[SourceBlock]) -> list[Candidate]:
         """The sentences to quote, in answer order: per question part its best, then close other policies."""
-        quotable = [(b, s, text) for b, block in enumerate(blocks) for s, text in enumerate(sentences(block.text))
+        quotable = [(b, s, text) for b, block in enumerate(blocks) for s, text in enumerate(sentences(block.text, (block.title, block.section)))
                     if word_count(text) >= 3 and not looks_injected(text)]
         if not quotable:
             return []
