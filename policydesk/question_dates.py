@@ -39,7 +39,7 @@ _PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"|\b(?:on\s+)?the\s+(?P<noday2>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<nomonth2>" + _MONTH[len("(?P<month>"):],
     r"\b" + _REL + r"\s+" + _MONTH + r"\b",
     r"\b(?P<ago_n>\d{1,2}|a|an|one|two|three|four|five|six)\s+(?P<ago_unit>days?|weeks?|months?)\s+ago\b",
-    r"\b(?P<word>yesterday|today)\b",
+    r"\b(?P<word>yesterday)\b",  # "today" is what applies with no date anyway: no warning for it
 ))
 _SMALL_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 # Words shortly before a date that make it the denial notice date.
@@ -104,7 +104,7 @@ def _value(m: re.Match, today: date) -> tuple[date, bool] | None:
                 return _months_back(today, n), False
             return today - timedelta(days=n * (7 if unit == "week" else 1)), False
         if "word" in g:
-            return (today - timedelta(days=1) if g["word"].lower() == "yesterday" else today), False
+            return today - timedelta(days=1), False
     except (ValueError, KeyError):
         return None
     return None

@@ -41,6 +41,7 @@ def test_dates_written_in_words_are_read_with_their_basis(question, expected):
     "Is 866-555-0199 still the provider line?",
     "What is policy 2024-017 about?",
     "Is the 13/45/2025 claim late?",  # not a date
+    "Is the filing limit still 90 days today?",  # today applies anyway: nothing to read or warn about
 ])
 def test_text_without_a_date_yields_none(question):
     assert dates_in_question(question, TODAY) == []
