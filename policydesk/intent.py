@@ -25,6 +25,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -101,8 +102,17 @@ def local_model():
 
 
 def local_embed(texts: Sequence[str]) -> np.ndarray:
-    """Batched, normalized MiniLM vectors from the offline model (never the network)."""
-    return np.asarray(local_model().get_text_embedding_batch(list(texts)), dtype=np.float32)
+    """Batched, normalized MiniLM vectors from the offline model (never the network). Cached by
+    text: the gate's classifier and the what-changed detector read the same question."""
+    texts = list(texts)
+    return np.stack(_local_cache().embed(texts)) if texts else np.asarray([], dtype=np.float32)
+
+
+@lru_cache(maxsize=1)
+def _local_cache():
+    from policydesk.providers.local import VectorCache
+
+    return VectorCache(local_model())
 
 
 def load_training_cases(path: Path = TRAIN_FILE) -> list[tuple[str, str]]:

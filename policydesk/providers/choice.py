@@ -10,13 +10,13 @@ not similar enough is left unanswered rather than answered with a neighbour.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from policydesk.providers.blocks import SourceBlock, looks_injected, sentences, terms, word_count
+from policydesk.providers.local import VectorCache
 
 # Below this cosine similarity a sentence does not address the question part. MiniLM scale,
 # the same value as the retrieval abstain threshold; on the golden dev split no answerable
@@ -93,27 +93,6 @@ def states_value(sentence: str) -> bool:
     return bool(_VALUE.search(sentence))
 
 
-class _VectorCache:
-    """Sentence vectors by text, so a chunk quoted again is not re-embedded (bounded, LRU)."""
-
-    def __init__(self, size: int = 20_000) -> None:
-        self._size = size
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def embed(self, model: Embedder, texts: list[str]) -> list[np.ndarray]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            for text, vector in zip(missing, model.get_text_embedding_batch(missing), strict=True):
-                self._vectors[text] = _unit(vector)
-        out = []
-        for text in texts:
-            self._vectors.move_to_end(text)
-            out.append(self._vectors[text])
-        while len(self._vectors) > self._size:
-            self._vectors.popitem(last=False)
-        return out
-
-
 def _unit(vector) -> np.ndarray:
     v = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(v))
@@ -121,17 +100,21 @@ def _unit(vector) -> np.ndarray:
 
 
 class SentenceChooser:
-    def __init__(self, model: Embedder, cache: _VectorCache | None = None) -> None:
+    def __init__(self, model: Embedder, cache: VectorCache | None = None) -> None:
         self._model = model
-        self._cache = cache or _VectorCache()
+        self._cache = cache or VectorCache(model)
+
+    def _vectors(self, texts: list[str]) -> list[np.ndarray]:
+        return [_unit(v) for v in self._cache.embed(texts)]
 
     def choose(self, question: str, blocks: list[SourceBlock]) -> list[Candidate]:
         """The sentences to quote, in answer order: per question part its best, then close other policies."""
-        quotable = [(b, s, text) for b, block in enumerate(blocks) for s, text in enumerate(sentences(block.text, (block.title, block.section)))
+        quotable = [(b, s, text) for b, block in enumerate(blocks)
+                    for s, text in enumerate(sentences(block.text, (block.title, block.section)))
                     if word_count(text) >= 3 and not looks_injected(text)]
         if not quotable:
             return []
-        vectors = self._cache.embed(self._model, [f"{blocks[b].heading}: {text}" for b, _, text in quotable])
+        vectors = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text in quotable])
         chosen: list[Candidate] = []
         for part in question_parts(question):
             ranked = self._rank(part, blocks, quotable, vectors)
@@ -160,7 +143,7 @@ class SentenceChooser:
         policies = [c for c in ranked if blocks[c.block_index].type == "policy" and c.similarity >= SIMILARITY_FLOOR]
         if not policies:
             return best
-        best_vector, *vectors = self._cache.embed(self._model, [best.sentence, *(c.sentence for c in policies)])
+        best_vector, *vectors = self._vectors([best.sentence, *(c.sentence for c in policies)])
         for c, vector in zip(policies, vectors, strict=True):
             if float(np.dot(best_vector, vector)) >= RESTATEMENT_COSINE:
                 return c

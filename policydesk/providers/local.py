@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from collections import OrderedDict
 from functools import lru_cache
+
+import numpy as np
 
 from llama_index.core import Settings as LlamaSettings
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -44,3 +48,29 @@ def offline_embedding(batch_size: int = 32, torch_threads: int = 1) -> BaseEmbed
         embed_batch_size=batch_size,
         normalize=True,
     )
+
+
+class VectorCache:
+    """Text vectors from one embedding model, by text, bounded (LRU): a text embedded once in a
+    process (a question screened by the gate and then by the what-changed detector, a chunk
+    quoted again) is not embedded again."""
+
+    def __init__(self, model, size: int = 20_000) -> None:
+        self._model = model
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[np.ndarray]:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+            if missing:
+                for text, vector in zip(missing, self._model.get_text_embedding_batch(missing), strict=True):
+                    self._vectors[text] = np.asarray(vector, dtype=np.float32)
+            out = []
+            for text in texts:
+                self._vectors.move_to_end(text)
+                out.append(self._vectors[text])
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+            return out
