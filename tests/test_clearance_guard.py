@@ -20,6 +20,7 @@ from policydesk.answer import AskRequest
 from policydesk.evals.leaks import ChunkCatalog
 from policydesk.pipeline import build_pipeline
 from policydesk.postprocessors.guard import verdict
+from policydesk.storage import guard_read
 from policydesk.storage.clearance import Clearance
 from tests import extension_helpers as helpers
 from tests.conftest import WEB_TODAY
@@ -199,3 +200,69 @@ def test_verdict_reads_stored_columns_and_checks_product_only_when_both_sides_na
     assert verdict(_Row("public", False, "x", ["medicare"]), "x", medicaid) == "line_of_business"
     assert verdict(_Row("public", False, "x", ["medicare", "medicaid"]), "x", medicaid) is None
     assert verdict(_Row("public", False, "x", None), "x", medicaid) is None  # a row for every product
+
+
+def _owner_rows(db) -> dict[str, tuple]:
+    with db.owner.connect() as conn:
+        rows = conn.execute(text("SELECT node_id, access_level, sensitive, text, metadata_->'line_of_business' "
+                                 "FROM data_chunks")).all()
+    return {r[0]: tuple(r) for r in rows}
+
+
+def _expected(rows: dict[str, tuple], clearance: Clearance) -> set[str]:
+    product = clearance.line_of_business
+    return {i for i, (_, level, sensitive, _, products) in rows.items()
+            if clearance.permits(level, sensitive) and (product is None or not products or product in products)}
+
+
+def test_guard_read_returns_exactly_the_permitted_rows_for_every_role_and_product(demo_db):
+    # The guard's one-round-trip read (storage/guard_read.py) against the owner's view of every row.
+    rows = _owner_rows(demo_db)
+    products = sorted({p for r in rows.values() if r[4] for p in r[4]})
+    assert products  # the demo corpus has product variants: the product branch really runs
+    asked = list(rows) + ["no-such-chunk"]
+    for role in ROLES:
+        for product in [None, *products]:
+            clearance = clearance_for(role).for_product(product)
+            got = guard_read.stored_chunks(demo_db.app, chunk_ids=asked, clearance=clearance)
+            assert set(got) == _expected(rows, clearance), (role, product)
+            assert all(tuple(got[i]) == rows[i] for i in got)
+    assert len(_expected(rows, clearance_for("rep"))) < len(rows)  # the rep really has rows withheld
+
+
+def test_guard_read_is_limited_by_row_level_security_without_its_predicate(demo_db, monkeypatch):
+    # The second layer: with the WHERE predicate gone, the scope the read sets still limits it.
+    from sqlalchemy import true
+
+    rows = _owner_rows(demo_db)
+    guard_read._statements.cache_clear()
+    monkeypatch.setattr(guard_read, "access_clause", lambda clearance, model: true())
+    try:
+        for role in ("rep", "supervisor"):
+            clearance = clearance_for(role)
+            got = guard_read.stored_chunks(demo_db.app, chunk_ids=list(rows), clearance=clearance)
+            assert set(got) == _expected(rows, clearance), role
+    finally:
+        guard_read._statements.cache_clear()
+
+
+def test_guard_read_leaves_no_open_transaction_or_scope_on_the_pooled_connection(demo_db):
+    # The read sets the caller's scope in a transaction it rolls back; the next user of the same
+    # pooled connection (a pool of one, so it is the same) must find it idle, with no scope,
+    # reading nothing under row-level security.
+    from psycopg.pq import TransactionStatus
+    from sqlalchemy import create_engine
+
+    engine = create_engine(demo_db.app.url, pool_size=1, max_overflow=0, pool_pre_ping=True)
+    try:
+        for _ in range(3):
+            got = guard_read.stored_chunks(engine, chunk_ids=_owner_rows(demo_db), clearance=clearance_for("compliance"))
+            assert got  # the read itself saw rows under its scope
+            with engine.connect() as conn:
+                assert conn.connection.driver_connection.info.transaction_status == TransactionStatus.IDLE
+                levels = conn.execute(text("SELECT current_setting('policydesk.levels', true)")).scalar()
+                visible = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar()
+            assert levels in (None, "")
+            assert visible == 0
+    finally:
+        engine.dispose()

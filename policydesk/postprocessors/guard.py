@@ -3,8 +3,8 @@
 The built-in retrievers put the access predicate in their own SQL, and row-level security sits
 behind it; an extension component (docs/extending.md) may not. So between retrieval and version
 resolution, and again before the prompt, the pipeline hands every node to this guard, which
-re-reads its chunk id from Postgres (`storage.sources.chunk_clearance_rows`: the predicate in the
-WHERE, under row-level security) and keeps the node only if
+re-reads its chunk id from Postgres (`storage.guard_read.stored_chunks`: the predicate in the
+WHERE, under row-level security, in one round trip) and keeps the node only if
 
 - a chunk with that id exists and the caller may read it,
 - its stored `access_level` and `sensitive` columns pass `Clearance.permits` (a third check on
@@ -28,9 +28,8 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from policydesk.storage import sources
 from policydesk.storage.clearance import Clearance
-from policydesk.storage.scope import permitted_scope
+from policydesk.storage.guard_read import stored_chunks
 
 # Why a node was dropped; the values are the counter's `reason` label.
 NOT_READABLE = "not_readable"  # no chunk with this id that the caller may read (or none at all)
@@ -92,10 +91,7 @@ class ClearanceGuard(BaseNodePostprocessor):
         report = self.report if self.report is not None else GuardReport()
         report.passes += 1
         todo = {n.node.node_id for n in nodes if report.verified.get(n.node.node_id) != n.node.get_content()}
-        rows: dict[str, Any] = {}
-        if todo:
-            with permitted_scope(self.clearance), self.engine.connect() as conn:
-                rows = sources.chunk_clearance_rows(conn, chunk_ids=todo, clearance=self.clearance)
+        rows = stored_chunks(self.engine, chunk_ids=todo, clearance=self.clearance) if todo else {}
         report.checked += len(todo)
         kept = []
         for item in nodes:

@@ -10,11 +10,9 @@ comparisons can use the (doc_id, version, section_id) index.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, func, select
-from sqlalchemy.engine import Connection
+from sqlalchemy import Row, Select, func, select
 from sqlalchemy.orm import Session
 
 from policydesk.storage.clearance import Clearance
@@ -96,31 +94,6 @@ def version_catalog(session: Session, *, clearance: Clearance) -> list[Row]:
     return list(session.execute(
         select(v.doc_id, v.version, v.title, v.source_type, v.owner, v.effective_from, v.source_sha256,
                v.disk_sha256, v.line_of_business).where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
-
-
-def chunk_clearance_rows(session: Session | Connection, *, chunk_ids: Iterable[str],
-                         clearance: Clearance) -> dict[str, Row]:
-    """The stored scope columns and text of these chunk ids, for the ones the caller may read.
-
-    What the clearance guard re-checks a node against: the plain columns of migration 0003
-    (never the node's own metadata, which any component could have written) and the JSONB
-    `line_of_business` as ingest stored it (None where the row has none).
-    """
-    ids = sorted(set(chunk_ids))
-    if not ids:
-        return {}
-    rows = session.execute(_clearance_rows_statement(clearance), {"ids": ids}).all()
-    return {r.node_id: r for r in rows}
-
-
-@lru_cache(maxsize=256)
-def _clearance_rows_statement(clearance: Clearance):
-    # Built once per clearance (the ids are an expanding bind): building the predicate and the
-    # select each call cost more than Postgres's execution of it (docs/performance.md, issue 21).
-    return select(
-        Chunk.node_id, Chunk.access_level, Chunk.sensitive, Chunk.text,
-        Chunk.metadata_["line_of_business"].label("line_of_business"),
-    ).where(Chunk.node_id.in_(bindparam("ids", expanding=True)), access_clause(clearance, Chunk))
 
 
 def product_names(session: Session, *, clearance: Clearance) -> list[str]:
