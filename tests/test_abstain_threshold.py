@@ -73,3 +73,67 @@ def test_calibration_recommends_from_dev_and_never_from_test(demo_db, settings, 
     assert dev.recommended is not None
     assert max(dev.out_of_scope.values()) < dev.recommended < min(dev.answerable.values())
     assert calibrate(demo_db, settings, items, embed_model, split="test").recommended is None
+
+
+# The recommendation rule on hand-made similarity lists (policydesk/evals/calibrate.py docstring).
+
+def test_with_a_gap_the_rule_takes_its_midpoint_rounded_down_to_a_twentieth():
+    from policydesk.evals.calibrate import recommend_threshold
+
+    # The first dev split: weakest answerable 0.650, strongest out-of-scope 0.369 -> (0.369+0.650)/2 = 0.51.
+    assert recommend_threshold([0.65, 0.80, 0.90], [0.063, 0.369]) == 0.50
+    # A narrow gap: never above the weakest answerable item minus the safety margin.
+    assert recommend_threshold([0.41, 0.90], [0.40]) == 0.39
+    assert recommend_threshold([], [0.2]) is None
+
+
+def test_with_overlapping_ranges_the_rule_abstains_on_at_most_two_percent_of_answerable_items():
+    from policydesk.evals.calibrate import Calibration, recommend_threshold
+
+    strong = [0.60 + 0.003 * i for i in range(98)]
+    answerable = {f"a{i}": s for i, s in enumerate([0.20, 0.30] + strong)}  # 100 items: 2 may abstain
+    unanswerable = {"o1": 0.25, "o2": 0.45, "o3": 0.62}  # o3 outscores almost every answerable item
+    value = recommend_threshold(answerable.values(), unanswerable.values())
+    assert value == 0.58  # the 3rd weakest (0.60) minus the 0.02 margin
+    cal = Calibration(answerable=answerable, out_of_scope=unanswerable, recommended=value)
+    assert cal.abstains(value, answerable) == ["a0", "a1"]
+    assert cal.abstains(value, unanswerable) == ["o1", "o2"]
+
+
+def test_the_two_percent_budget_is_counted_down_to_whole_items():
+    from policydesk.evals.calibrate import recommend_threshold
+
+    weak_then_strong = lambda n: [0.30] + [0.70] * (n - 1)  # noqa: E731
+    # 49 answerable items: 2% is 0.98 of an item, so none may abstain; 50: one may.
+    assert recommend_threshold(weak_then_strong(49), [0.50]) == 0.28
+    assert recommend_threshold(weak_then_strong(50), [0.50]) == 0.68
+
+
+def test_the_recommended_value_never_abstains_on_more_than_the_budget_whatever_the_lists():
+    import random
+
+    from policydesk.evals.calibrate import MAX_ANSWERABLE_ABSTAIN_SHARE, recommend_threshold
+
+    rng = random.Random(16)
+    for _ in range(300):
+        answerable = [rng.uniform(0.1, 0.95) for _ in range(rng.randint(1, 150))]
+        unanswerable = [rng.uniform(0.0, 0.8) for _ in range(rng.randint(0, 30))]
+        value = recommend_threshold(answerable, unanswerable)
+        below = sum(s < value for s in answerable)
+        assert below <= int(MAX_ANSWERABLE_ABSTAIN_SHARE * len(answerable))
+        if unanswerable and max(unanswerable) < min(answerable):
+            assert below == 0 and value > max(unanswerable) - 0.05
+
+
+def test_the_dev_summary_says_which_branch_of_the_rule_gave_the_value():
+    from policydesk.evals.calibrate import Calibration, recommend_threshold
+    from policydesk.evals.report import calibration_lines
+
+    answerable, unanswerable = {"a": 0.40, "b": 0.70}, {"o": 0.50}
+    cal = Calibration(current=0.35, split="dev", answerable=answerable, out_of_scope=unanswerable,
+                      recommended=recommend_threshold(answerable.values(), unanswerable.values()))
+    text = "\n".join(calibration_lines(cal.to_json()))
+    assert "Recommended from these items: 0.38 (ranges overlap" in text
+    cal.out_of_scope = {"o": 0.10}
+    cal.recommended = recommend_threshold(answerable.values(), cal.out_of_scope.values())
+    assert "Recommended from these items: 0.25 (gap between the ranges" in "\n".join(calibration_lines(cal.to_json()))

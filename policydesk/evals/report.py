@@ -116,13 +116,19 @@ def calibration_lines(cj: dict) -> list[str]:
     lines = [f"- Embedding model: {cj.get('embedding_model')}; split: {cj.get('split') or 'n/a'}",
              f"- Stored threshold for this model: {cj['current'] if cj['current'] is not None else 'NOT CALIBRATED'}",
              f"- Answerable items: best dense similarity min {num(cj['answerable_min'])}, max {num(cj['answerable_max'])}",
-             "- Out-of-scope items: " + (", ".join(f"{k} {v:.3f}" for k, v in sorted(cj["out_of_scope"].items())) or "none"),
+             "- Out-of-scope and not-in-corpus items: "
+             + (", ".join(f"{k} {v:.3f}" for k, v in sorted(cj["out_of_scope"].items())) or "none"),
              f"- Stored threshold abstains on answerable: {ids(cj['current_abstains_answerable'])}; "
              f"on out-of-scope: {ids(cj['current_abstains_out_of_scope'])}"]
     if cj.get("split") == "test":
         lines.append("- Recommended: not computed on the test split (calibrate with `--split dev`)")
     else:
-        lines += [f"- Recommended from these items: {cj['recommended']}",
+        overlap = cj.get("ranges_overlap")
+        share = cj.get("max_answerable_abstain_share")
+        rule = ("no answerable items" if cj["recommended"] is None
+                else f"ranges overlap: the highest value abstaining on at most {share:.0%} of answerable items"
+                if overlap else "gap between the ranges: its midpoint, rounded down to 0.05")
+        lines += [f"- Recommended from these items: {cj['recommended']} ({rule}; policydesk/evals/calibrate.py)",
                   f"- Recommended threshold abstains on answerable: {ids(cj['recommended_abstains_answerable'])}; "
                   f"on out-of-scope: {ids(cj['recommended_abstains_out_of_scope'])}"]
     return lines
