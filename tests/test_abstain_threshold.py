@@ -73,6 +73,10 @@ def test_calibration_recommends_from_dev_and_never_from_test(demo_db, settings, 
     assert dev.recommended is not None
     assert max(dev.out_of_scope.values()) < dev.recommended < min(dev.answerable.values())
     assert calibrate(demo_db, settings, items, embed_model, split="test").recommended is None
+    # A plan question no source answers counts with the out-of-scope ones; a refusal of another kind does not.
+    others = load_split("dev").only(["easy-01", "dv-refuse-13", "refuse-03"])
+    cal = calibrate(demo_db, settings, others, embed_model, split="dev")
+    assert set(cal.out_of_scope) == {"dv-refuse-13"} and set(cal.refuse) == {"dv-refuse-13", "refuse-03"}
 
 
 # The recommendation rule on hand-made similarity lists (policydesk/evals/calibrate.py docstring).
