@@ -8,11 +8,13 @@ timely filing policy?" was recognised, "Did the filing limit change this year?" 
   (`policydesk/versions/labelled/what_changed_dev.yaml`) and a frozen test file it is measured on
   (`tests/data/what_changed/test.yaml`, sha256 pinned by a test; `scripts/what_changed_matrix.py`);
 - features: the local MiniLM embedding of the question, plus rule features — the old patterns
-  (`versions.compare.is_what_changed_question`), a change word (changed, updated, revised,
-  amended, shortened, new, different), a yes/no opening (did, was, has), a version or time
-  reference (version 2, old, previous, this year, used to, still), and the two readings that
-  are not about a rule changing: changing something for someone ("change a member's address",
-  "switch their PCP") and "what changes when ...";
+  (`versions.compare.is_what_changed_question`), a word that says a rule changed (changed,
+  updated, revised, amended, "what's new in"), a word that may also describe a thing (different,
+  replace, moved, increased, "go up"), a rule word (policy, limit, deadline, section, version...),
+  a yes/no opening (did, was, has), a version or time reference (version 2, old, previous, this
+  year, used to, still), and the readings that are not about a rule changing: changing something
+  for someone ("change a member's address", "switch their PCP"), "what changes when ..." and
+  "the difference between a X and a Y" (docs/what_changed.md);
 - model: logistic regression (scikit-learn, lbfgs: deterministic), fitted on first use.
 
 The embedding always comes from the local model whatever provider answers, like the intent
@@ -37,12 +39,22 @@ THRESHOLD = 0.5  # chosen on the dev file (leave-one-out), never on the test fil
 REGULARIZATION_C = 1.0
 RULE_WEIGHT = 2.0  # rule features against a unit-length 384-d embedding; chosen on dev (leave-one-out)
 
+# Words that say a rule changed, and words that also describe things ("replace a walker", "a
+# different copay for specialists", "the member moved"): two features, so the second can count
+# for less when nothing else in the question points at a rule changing.
 _CHANGE_WORD = re.compile(
     r"\b(?:chang(?:e|ed|es|ing)|updat(?:e|ed|es)|revis(?:e|ed|ion|ions)|amend(?:ed|ment|ments)?|modif(?:y|ied)|"
-    r"rewr(?:ite|itten|ote)|differ(?:ent|ence|ences|s)?|shorten(?:ed)?|lengthen(?:ed)?|reduc(?:e|ed)|"
-    r"extend(?:ed)?|cut|moved?|replac(?:e|ed)|compare[ds]?|vs\.?|versus)\b"
+    r"rewr(?:ite|itten|ote))\b"
     r"|\bwhat(?:'s|\u2019s|s|\s+is)\s+new\s+(?:in|to|for|with|about)\b|\bnew(?:er)?\s+(?:version|policy|rule|wording)"
     r"|\b(?:go|goes|gone|went)\s+from\b", re.IGNORECASE)
+_THING_OR_CHANGE_WORD = re.compile(
+    r"\b(?:differ(?:ent|ence|ences|s)?|shorten(?:ed)?|lengthen(?:ed)?|reduc(?:e|ed)|extend(?:ed)?|cut|moved?|"
+    r"replac(?:e|ed)|compare[ds]?|vs\.?|versus|increas(?:e|ed|es)|decreas(?:e|ed|es)|rais(?:e|ed)|lower(?:ed)?)\b"
+    r"|\b(?:go|goes|gone|went)\s+(?:up|down)\b", re.IGNORECASE)
+# The question names a rule, policy or part of one (the thing whose versions differ).
+_RULE_WORD = re.compile(
+    r"\b(?:polic(?:y|ies)|rules?|limits?|deadlines?|windows?|requirements?|sections?|versions?|guidelines?|"
+    r"criteria|process|procedures?|timelines?|timeframes?|wording|language|terms?|schedule)\b", re.IGNORECASE)
 _YES_NO = re.compile(r"^\W*(?:did|was|were|has|have|had|is|are|any|were\s+there)\b", re.IGNORECASE)
 _VERSION_OR_TIME = re.compile(
     r"\b(?:versions?|v\d+|old|older|new|newer|previous|prior|latest|recent(?:ly)?|current|this\s+year|"
@@ -60,6 +72,8 @@ def rule_features(question: str) -> np.ndarray:
     return np.array([
         float(is_what_changed_question(question)),
         float(bool(_CHANGE_WORD.search(question))),
+        float(bool(_THING_OR_CHANGE_WORD.search(question))),
+        float(bool(_RULE_WORD.search(question))),
         float(bool(_YES_NO.search(question))),
         float(bool(_VERSION_OR_TIME.search(question))),
         float(bool(_CHANGE_FOR_SOMEONE.search(question))),
