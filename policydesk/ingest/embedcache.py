@@ -18,26 +18,13 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
+from policydesk.providers.local import weights_fingerprint
 from policydesk.storage.models import EmbeddingCache
 
-# Settings of an embedding model that change its vectors, where the class has them.
+# Settings of an embedding model that change its vectors, where the class has them ("engine": the
+# ONNX Runtime engine's precision and file, providers/onnx_local.py).
 _MODEL_ATTRS = ("max_length", "normalize", "text_instruction", "embed_dim", "dimensions",
-                "output_dimensionality", "pooling")
-_SAMPLE = 1 << 20  # bytes hashed from each end of a large model file
-
-
-def _fingerprint(directory: Path) -> str:
-    """Names, sizes and contents of a local model's files (large files: their first and last MiB)."""
-    h = hashlib.sha256()
-    for f in sorted(p for p in directory.rglob("*") if p.is_file()):
-        size = f.stat().st_size
-        h.update(f"{f.relative_to(directory)}:{size}\n".encode())
-        with f.open("rb") as fh:
-            h.update(fh.read(_SAMPLE))
-            if size > 2 * _SAMPLE:
-                fh.seek(-_SAMPLE, 2)
-                h.update(fh.read())
-    return h.hexdigest()[:16]
+                "output_dimensionality", "pooling", "engine")
 
 
 def model_key(embed_model) -> str:
@@ -47,7 +34,7 @@ def model_key(embed_model) -> str:
     name = str(getattr(embed_model, "model_name", "") or "")
     path = Path(name)
     if name and path.is_dir():
-        name = f"{path.parent.name}/{path.name}@{_fingerprint(path)}"
+        name = f"{path.parent.name}/{path.name}@{weights_fingerprint(path)}"
     parts = [type(embed_model).__name__, name]
     parts += [f"{a}={getattr(embed_model, a)}" for a in _MODEL_ATTRS if getattr(embed_model, a, None) is not None]
     return "|".join(parts)

