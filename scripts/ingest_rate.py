@@ -11,8 +11,13 @@ model load. Per repeat, in one process and one fresh database:
 Ratios are against cold in the same process, so machine load cancels out as far as it can.
 
     PYTHONPATH=/path/to/checkout .venv/bin/python scripts/ingest_rate.py --repeats 3
+    .venv/bin/python scripts/ingest_rate.py --repeats 3 --engines torch,onnx,onnx-int8
 
-Prints one JSON object. A checkout before the cache (no `chunks_embedded`) runs cold only.
+With several engines (settings.EMBED_ENGINE values) each repeat runs every engine in turn, in one
+process, so their ratios share the machine's load; each engine gets its own JSON object under
+"engines" and its cold time as a ratio of the first engine's. Model loads (and an ONNX engine's
+one-time export) are done before timing and reported apart. Prints one JSON object. A checkout
+before the cache (no `chunks_embedded`) runs cold only; one before engines runs its only engine.
 """
 
 from __future__ import annotations
@@ -33,59 +38,93 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parent.parent / "corpus")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--engines", default="", help="comma-separated ENGINE or ENGINE:THREADS (torch threads or "
+                    "ONNX batch threads); default: the configured engine")
     args = ap.parse_args(argv)
 
     import policydesk
     from policydesk.config import get_settings
     from policydesk.ingest import ingest_directory
-    from policydesk.providers import offline_embedding
     from policydesk.runtime import open_migrated
     from policydesk.storage.engine import create_database
     from sqlalchemy import text
 
     settings = get_settings()
-    embed = offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS)
-    embed.get_query_embedding("warm up")
+    engines = [e for e in args.engines.split(",") if e] or [getattr(settings, "EMBED_ENGINE", "torch")]
+    embedders, load_s = {}, {}
+    for engine in engines:
+        t0 = time.perf_counter()
+        embedders[engine] = _embedder(settings, engine)
+        embedders[engine].get_query_embedding("warm up")
+        load_s[engine] = round(time.perf_counter() - t0, 2)
     has_cache = _has_cache()
     edited = _edited_copy(args.corpus) if has_cache else None
     modes = ("cold", "warm", "one_file_changed") if has_cache else ("cold",)
-    wall = {m: [] for m in modes}
-    cpu = {m: [] for m in modes}
-    reports = {}
+    wall = {e: {m: [] for m in modes} for e in engines}
+    cpu = {e: {m: [] for m in modes} for e in engines}
+    reports = {e: {} for e in engines}
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+    loads = [os.getloadavg()]
     for i in range(args.repeats):
-        name = f"policydesk_rate_{stamp}_{i}"
-        create_database(settings, name)
-        db = open_migrated(settings, name)
-        try:
-            for mode in modes:
-                if mode == "warm":
-                    with db.owner.begin() as conn:
-                        for table in ("data_chunks", "document_versions", "documents"):
-                            conn.execute(text(f"DELETE FROM {table}"))
-                corpus = edited if mode == "one_file_changed" else args.corpus
-                t0, c0 = time.perf_counter(), time.process_time()
-                reports[mode] = ingest_directory(db, corpus, embed, settings)
-                wall[mode].append(time.perf_counter() - t0)
-                cpu[mode].append(time.process_time() - c0)
-        finally:
-            db.dispose()
+        for engine in engines:
+            name = f"policydesk_rate_{stamp}_{i}_{engines.index(engine)}"
+            create_database(settings, name)
+            db = open_migrated(settings, name)
+            try:
+                for mode in modes:
+                    if mode == "warm":
+                        with db.owner.begin() as conn:
+                            for table in ("data_chunks", "document_versions", "documents"):
+                                conn.execute(text(f"DELETE FROM {table}"))
+                    corpus = edited if mode == "one_file_changed" else args.corpus
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    reports[engine][mode] = ingest_directory(db, corpus, embedders[engine], settings)
+                    wall[engine][mode].append(time.perf_counter() - t0)
+                    cpu[engine][mode].append(time.process_time() - c0)
+            finally:
+                db.dispose()
+        loads.append(os.getloadavg())
+    first = engines[0]
     out = {"code": str(Path(policydesk.__file__).resolve().parent.parent), "corpus": str(args.corpus),
-           "repeats": args.repeats, "sources": reports["cold"].sources}
-    for mode in modes:
-        r, median = reports[mode], statistics.median(wall[mode])
-        out[mode] = {
-            "chunks_written": r.chunks_written, "chunks_embedded": getattr(r, "chunks_embedded", None),
-            "runs_s": [round(x, 3) for x in wall[mode]], "median_s": round(median, 3),
-            # CPU seconds of this process (reading, chunking, embedding; not Postgres): steadier
-            # than wall time on a shared machine.
-            "median_cpu_s": round(statistics.median(cpu[mode]), 3),
-            "chunks_per_s": round(r.chunks_written / median, 1),
-            "speedup_vs_cold": round(statistics.median(wall["cold"]) / median, 2),
-        }
-    out["loadavg"] = os.getloadavg()
+           "repeats": args.repeats, "sources": reports[first]["cold"].sources, "engines": {}}
+    for engine in engines:
+        res = {"embedder": type(embedders[engine]).__name__, "model_load_s": load_s[engine]}
+        for mode in modes:
+            r, median = reports[engine][mode], statistics.median(wall[engine][mode])
+            res[mode] = {
+                "chunks_written": r.chunks_written, "chunks_embedded": getattr(r, "chunks_embedded", None),
+                "runs_s": [round(x, 3) for x in wall[engine][mode]], "median_s": round(median, 3),
+                # CPU seconds of this process (reading, chunking, embedding; not Postgres): steadier
+                # than wall time on a shared machine.
+                "median_cpu_s": round(statistics.median(cpu[engine][mode]), 3),
+                "chunks_per_s": round(r.chunks_written / median, 1),
+                "speedup_vs_cold": round(statistics.median(wall[engine]["cold"]) / median, 2),
+            }
+        # Same repeat, same load: this engine's cold ingest against the first engine's.
+        res["cold_speedup_vs_" + first] = round(statistics.median(
+            [a / b for a, b in zip(wall[first]["cold"], wall[engine]["cold"])]), 2)
+        res["cold_cpu_ratio_vs_" + first] = round(statistics.median(
+            [a / b for a, b in zip(cpu[first]["cold"], cpu[engine]["cold"])]), 2)
+        out["engines"][engine] = res
+    if len(engines) == 1:
+        out.update(out.pop("engines")[first])
+    out["loadavg"] = loads
     print(json.dumps(out))
     return 0
+
+
+def _embedder(settings, spec):
+    """The offline embedder for `spec`, ENGINE or ENGINE:THREADS (torch: torch threads; ONNX: batch
+    worker threads). A checkout before engines has its only one."""
+    from policydesk import providers
+
+    engine, _, threads = spec.partition(":")
+    if not hasattr(providers, "local_embedding"):
+        return providers.offline_embedding(settings.EMBED_BATCH_SIZE, int(threads or settings.EMBED_TORCH_THREADS))
+    update = {"EMBED_ENGINE": engine}
+    if threads:
+        update["EMBED_TORCH_THREADS" if engine == "torch" else "EMBED_BATCH_THREADS"] = int(threads)
+    return providers.local_embedding(settings.model_copy(update=update))
 
 
 def _has_cache() -> bool:
