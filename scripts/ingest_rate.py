@@ -63,6 +63,7 @@ def main(argv=None) -> int:
     wall = {e: {m: [] for m in modes} for e in engines}
     cpu = {e: {m: [] for m in modes} for e in engines}
     reports = {e: {} for e in engines}
+    sql = {e: {} for e in engines}
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
     loads = [os.getloadavg()]
     for i in range(args.repeats):
@@ -70,6 +71,7 @@ def main(argv=None) -> int:
             name = f"policydesk_rate_{stamp}_{i}_{engines.index(engine)}"
             create_database(settings, name)
             db = open_migrated(settings, name)
+            statements = _count_statements(db.owner)
             try:
                 for mode in modes:
                     if mode == "warm":
@@ -77,10 +79,12 @@ def main(argv=None) -> int:
                             for table in ("data_chunks", "document_versions", "documents"):
                                 conn.execute(text(f"DELETE FROM {table}"))
                     corpus = edited if mode == "one_file_changed" else args.corpus
+                    statements.clear()
                     t0, c0 = time.perf_counter(), time.process_time()
                     reports[engine][mode] = ingest_directory(db, corpus, embedders[engine], settings)
                     wall[engine][mode].append(time.perf_counter() - t0)
                     cpu[engine][mode].append(time.process_time() - c0)
+                    sql[engine][mode] = len(statements)
             finally:
                 db.dispose()
         loads.append(os.getloadavg())
@@ -99,6 +103,7 @@ def main(argv=None) -> int:
                 "median_cpu_s": round(statistics.median(cpu[engine][mode]), 3),
                 "chunks_per_s": round(r.chunks_written / median, 1),
                 "speedup_vs_cold": round(statistics.median(wall[engine]["cold"]) / median, 2),
+                "sql_statements": sql[engine][mode],  # sent by the ingest, last repeat
             }
         # Same repeat, same load: this engine's cold ingest against the first engine's.
         res["cold_speedup_vs_" + first] = round(statistics.median(
@@ -111,6 +116,15 @@ def main(argv=None) -> int:
     out["loadavg"] = loads
     print(json.dumps(out))
     return 0
+
+
+def _count_statements(engine) -> list:
+    """Statements sent through `engine` (the ingest's owner login), appended as they execute."""
+    from sqlalchemy import event
+
+    seen: list = []
+    event.listen(engine, "before_cursor_execute", lambda *args: seen.append(1))
+    return seen
 
 
 def _embedder(settings, spec):
