@@ -16,7 +16,8 @@ Ratios are against cold in the same process, so machine load cancels out as far 
 With several engines (settings.EMBED_ENGINE values) each repeat runs every engine in turn, in one
 process, so their ratios share the machine's load; each engine gets its own JSON object under
 "engines" and its cold time as a ratio of the first engine's. Model loads (and an ONNX engine's
-one-time export) are done before timing and reported apart. Prints one JSON object. A checkout
+one-time export) are done before timing and reported apart. Prints one JSON object and saves it as
+benchmarks/results/ingest_rate_STAMP.json. A checkout
 before the cache (no `chunks_embedded`) runs cold only; one before engines runs its only engine.
 """
 
@@ -115,6 +116,9 @@ def main(argv=None) -> int:
         out.update(out.pop("engines")[first])
     out["loadavg"] = loads
     print(json.dumps(out))
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"ingest_rate_{stamp}.json").write_text(json.dumps(out, indent=2))
     return 0
 
 
