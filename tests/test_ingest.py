@@ -222,6 +222,19 @@ def test_error_midway_rolls_back_everything(make_db, embed_model, settings, tmp_
     assert table_counts(db) == {k: 0 for k in table_counts(db)}
 
 
+def test_a_first_load_leaves_statistics_over_every_chunk_it_wrote(make_db, embed_model, settings, tmp_path):
+    # Regression: with the writes batched, ANALYZE once ran before the chunks were flushed, leaving
+    # the planner an empty table (it chooses between the HNSW index and an exact scan from these).
+    db = make_db()
+    root = _corpus(tmp_path, _entries("policies/pol-tf-v1.pdf", "policies/pol-tf-v2.pdf", "wiki/appeals-faq.md"))
+    report = ingest_directory(db, root, embed_model, settings)
+    with db.owner.connect() as conn:
+        counted = conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'data_chunks'")).scalar_one()
+        rows = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
+    assert report.chunks_written == rows > 3
+    assert counted == rows
+
+
 def test_demo_corpus_word_policy_and_long_policy_are_chunked(demo_db):
     # Issue 14: `make demo` exercises the Word reader, plain bold PDF headings and a long section.
     with demo_db.owner.connect() as conn:

@@ -160,7 +160,9 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
             report.windows_closed.append(f"{doc_id} v{version} -> {w['effective_to']}")
         if report.chunks_written:
             # Fresh statistics keep the planner's estimate of the access predicate honest
-            # (it decides between the HNSW index and an exact scan).
+            # (it decides between the HNSW index and an exact scan); over every row written, so
+            # the pending inserts go first (a text statement does not flush the session).
+            session.flush()
             session.execute(text("ANALYZE data_chunks"))
     return report
 
