@@ -39,6 +39,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parent.parent / "corpus")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--profile", action="store_true",
+                    help="after the timed runs, one more cold ingest per engine under cProfile: where its time went")
     ap.add_argument("--engines", default="", help="comma-separated ENGINE or ENGINE:THREADS (torch threads or "
                     "ONNX batch threads); default: the configured engine")
     args = ap.parse_args(argv)
@@ -111,6 +113,14 @@ def main(argv=None) -> int:
             [a / b for a, b in zip(wall[first]["cold"], wall[engine]["cold"])]), 2)
         res["cold_cpu_ratio_vs_" + first] = round(statistics.median(
             [a / b for a, b in zip(cpu[first]["cold"], cpu[engine]["cold"])]), 2)
+        if args.profile:
+            name = f"policydesk_rate_{stamp}_profile_{engines.index(engine)}"
+            create_database(settings, name)
+            db = open_migrated(settings, name)
+            try:
+                res["cold_profile_s"] = _profile(lambda: ingest_directory(db, args.corpus, embedders[engine], settings))
+            finally:
+                db.dispose()
         out["engines"][engine] = res
     if len(engines) == 1:
         out.update(out.pop("engines")[first])
@@ -120,6 +130,35 @@ def main(argv=None) -> int:
     results.mkdir(parents=True, exist_ok=True)
     (results / f"ingest_rate_{stamp}.json").write_text(json.dumps(out, indent=2))
     return 0
+
+
+def _profile(run) -> dict:
+    """Seconds (cumulative, under the profiler) of what `ingest_directory` calls directly, grouped:
+    reading, screening and chunking; embedding (cache look-ups, the model, cache inserts) and, of
+    it, the model alone; ORM flushes (the writes); other statements (deletes, ANALYZE); the rest."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.runcall(run)
+    stats = pstats.Stats(profiler).stats
+    top = next(k for k in stats if k[2] == "ingest_directory" and k[0].endswith("ingest/ingest.py"))
+    groups = {"total": stats[top][3], "read_chunk": 0.0, "embed": 0.0, "embed_model": 0.0, "orm_flush": 0.0,
+              "other_statements": 0.0}
+    for (path, _, func), (_, _, _, _, callers) in stats.items():
+        if top in callers:
+            ct = callers[top][3]
+            group = {"plan_directory": "read_chunk", "_embed": "embed", "flush": "orm_flush",
+                     "execute": "other_statements"}.get(func)
+            if group and (group != "orm_flush" or path.endswith("orm/session.py")):
+                groups[group] += ct
+        # The model: what the cache layer calls in the embedding object (LlamaIndex's instrumented
+        # wrapper around get_text_embedding_batch, or the method itself).
+        for caller, c in callers.items():
+            if caller[2] == "embed_cached" and ("llama_index" in path or func == "get_text_embedding_batch"):
+                groups["embed_model"] += c[3]
+    groups["rest"] = groups["total"] - sum(groups[g] for g in ("read_chunk", "embed", "orm_flush", "other_statements"))
+    return {k: round(v, 3) for k, v in groups.items()}
 
 
 def _count_statements(engine) -> list:
