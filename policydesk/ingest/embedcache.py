@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
-from policydesk.providers.local import weights_fingerprint
+from policydesk.providers.fingerprint import weights_fingerprint
 from policydesk.storage.models import EmbeddingCache
 
 # Settings of an embedding model that change its vectors, where the class has them ("engine": the

@@ -11,7 +11,6 @@ disagrees with torch). providers/onnx_local.py has the measurements.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -26,7 +25,6 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 OFFLINE_EMBEDDING_NAME = "all-MiniLM-L6-v2 (offline)"
 ENGINES = ("onnx", "onnx-int8", "torch")
-_SAMPLE = 1 << 20  # bytes hashed from each end of a large file
 
 log = logging.getLogger(__name__)
 
@@ -103,32 +101,6 @@ def load_offline_embedding(batch_size: int = 32, torch_threads: int = 1, engine:
 
 def _threads(n: int) -> int:
     return n if n > 0 else (os.cpu_count() or 1)
-
-
-def file_fingerprint(path: Path) -> str:
-    """Size and the first and last MiB of a file: cheap, and changes when the file does."""
-    h = hashlib.sha256()
-    _hash_file(h, path)
-    return h.hexdigest()[:16]
-
-
-def weights_fingerprint(directory: Path) -> str:
-    """Names, sizes and contents of a local model's files (large files: their first and last MiB)."""
-    h = hashlib.sha256()
-    for f in sorted(p for p in directory.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(directory)}:".encode())
-        _hash_file(h, f)
-    return h.hexdigest()[:16]
-
-
-def _hash_file(h, path: Path) -> None:
-    size = path.stat().st_size
-    h.update(f"{size}\n".encode())
-    with path.open("rb") as fh:
-        h.update(fh.read(_SAMPLE))
-        if size > 2 * _SAMPLE:
-            fh.seek(-_SAMPLE, 2)
-            h.update(fh.read())
 
 
 class VectorCache:

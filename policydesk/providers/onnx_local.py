@@ -33,7 +33,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import Field, PrivateAttr
 
-from policydesk.providers.local import file_fingerprint, weights_fingerprint
+from policydesk.providers.fingerprint import file_fingerprint, weights_fingerprint
 
 log = logging.getLogger(__name__)
 
