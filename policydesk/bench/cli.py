@@ -137,8 +137,10 @@ def bench_command(
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             eng.dispose()
     out["loadavg_end"] = os.getloadavg()
+    threads = (f"torch threads {out['torch_threads']}" if "torch_threads" in out
+               else f"batch threads {out.get('embed_batch_threads')}")
     typer.echo(f"load average start {out['loadavg_start']} end {out['loadavg_end']}; embedding engine "
-               f"{out.get('embed_engine')}, torch threads {out.get('torch_threads')}")
+               f"{out.get('embed_engine')}, {threads}")
     results = REPO / "benchmarks" / "results"
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{name}_scale{scale}.json"
