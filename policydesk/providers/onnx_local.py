@@ -1,4 +1,4 @@
-"""The offline MiniLM run by ONNX Runtime: torch's vectors for under a third of its CPU (fp32), or int8.
+"""The offline MiniLM run by ONNX Runtime: torch's vectors for 30% of its CPU (fp32), or int8.
 
 A first ingest is embedding-bound (docs/performance.md, issue 17): on the demo corpus torch spent
 80% of the ingest's time in the model. The same weights exported to ONNX and run by ONNX Runtime
