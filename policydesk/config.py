@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     # Worker threads an ONNX batch (an ingest's chunks) is split across, one ONNX Runtime thread
     # each; 0 = one per core. A single question always runs on one thread.
     EMBED_BATCH_THREADS: int = Field(default=0, ge=0)
+    # Where the ONNX engine keeps the file it exports from the local weights; default DATA_DIR/models.
+    EMBED_MODELS_DIR: Path | None = None
 
     # Retrieval
     TOP_K: int = 8
@@ -195,6 +197,10 @@ class Settings(BaseSettings):
 
     def today(self) -> date:
         return self.TODAY or date.today()
+
+    @property
+    def embed_models_dir(self) -> Path:
+        return Path(self.EMBED_MODELS_DIR or Path(self.DATA_DIR) / "models").resolve()
 
     @property
     def embedding_model_name(self) -> str:

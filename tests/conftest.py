@@ -6,6 +6,8 @@ Never a mock: every test that touches data runs against real Postgres with pgvec
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
 import uuid
 from datetime import date
 import shutil
@@ -25,6 +27,14 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 _db_counter = itertools.count(1)
 
+# One ONNX export of the local model per test session (providers/onnx_local.py), shared by the
+# session's settings and by every `policydesk` process a test starts (they inherit the
+# environment), instead of one per data directory or under the checkout's .policydesk. Set it
+# yourself to keep the file between sessions.
+_MODELS_DIR = None if "POLICYDESK_EMBED_MODELS_DIR" in os.environ else tempfile.mkdtemp(prefix="policydesk-models-")
+if _MODELS_DIR:
+    os.environ["POLICYDESK_EMBED_MODELS_DIR"] = _MODELS_DIR
+
 
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:
@@ -39,6 +49,8 @@ def settings(tmp_path_factory) -> Settings:
 def _stop_server():
     yield
     stop_embedded_servers()
+    if _MODELS_DIR:
+        shutil.rmtree(_MODELS_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -49,10 +49,15 @@ def _vectors(model, texts) -> np.ndarray:
     return np.asarray(model.get_text_embedding_batch(texts), dtype=np.float32)
 
 
-def test_the_default_engine_is_onnx_runtime_with_its_file_under_the_data_dir(embed_model, settings):
+def test_the_onnx_file_lives_under_the_data_dir_unless_set():
+    assert Settings(_env_file=None, DATA_DIR=Path("d"), EMBED_MODELS_DIR=None).embed_models_dir == (Path("d") / "models").resolve()
+    assert Settings(_env_file=None, DATA_DIR=Path("d"), EMBED_MODELS_DIR=Path("/m")).embed_models_dir == Path("/m")
+
+
+def test_the_default_engine_is_onnx_runtime_with_its_file_built_once(embed_model, settings):
     assert isinstance(embed_model, OnnxEmbedding) and embed_model.precision == "fp32"
     onnx_file = Path(embed_model.onnx_file)
-    assert onnx_file.parent == Path(settings.DATA_DIR).resolve() / "models" and onnx_file.stat().st_size > 1_000_000
+    assert onnx_file.parent == settings.embed_models_dir and onnx_file.stat().st_size > 1_000_000
     built = onnx_file.stat().st_mtime_ns
     # Asked again (another process start), the checked file is reused, not exported again.
     assert build_onnx(_model_dir(), onnx_file.parent, "fp32") == onnx_file

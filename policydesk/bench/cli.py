@@ -69,7 +69,7 @@ def bench_command(
         # The configured engine (settings.EMBED_ENGINE). For torch, 0 keeps torch's own default
         # thread count; otherwise the embedder pins this many threads.
         embed_model = offline_embedding(settings.EMBED_BATCH_SIZE, torch_threads, settings.EMBED_ENGINE,
-                                        Path(settings.DATA_DIR).resolve() / "models", settings.EMBED_BATCH_THREADS)
+                                        settings.embed_models_dir, settings.EMBED_BATCH_THREADS)
         out["embed_engine"] = getattr(embed_model, "engine", None) or "torch"
         if out["embed_engine"] == "torch":
             import torch

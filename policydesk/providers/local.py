@@ -42,9 +42,9 @@ def configure_llama_index() -> None:
 
 
 def local_embedding(settings) -> BaseEmbedding:
-    """The offline embedder these settings ask for (engine, batch, threads, the data dir's model cache)."""
+    """The offline embedder these settings ask for (engine, batch, threads, where its ONNX file lives)."""
     return offline_embedding(settings.EMBED_BATCH_SIZE, settings.EMBED_TORCH_THREADS, settings.EMBED_ENGINE,
-                             Path(settings.DATA_DIR).resolve() / "models", settings.EMBED_BATCH_THREADS)
+                             settings.embed_models_dir, settings.EMBED_BATCH_THREADS)
 
 
 _loaded: dict[tuple, BaseEmbedding] = {}
