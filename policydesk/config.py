@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     # oversubscribed: 498 ms p50 per query vs 13 ms with one thread (docs/performance.md).
     EMBED_TORCH_THREADS: int = 1
     # The local embedder's engine (providers/local.py): "onnx" (ONNX Runtime, exported from the local
-    # weights into DATA_DIR/models on first use; torch's vectors for about half the CPU), "onnx-int8"
+    # weights into EMBED_MODELS_DIR on first use; torch's vectors for 30% of its CPU), "onnx-int8"
     # (quantized; its own vectors, cache key and abstain threshold) or "torch" (sentence-transformers,
     # also the fallback when the ONNX file cannot be built or disagrees with torch).
     EMBED_ENGINE: Literal["onnx", "onnx-int8", "torch"] = "onnx"

