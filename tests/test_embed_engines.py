@@ -17,7 +17,7 @@ from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.embedcache import model_key
 from policydesk.ingest.ingest import plan_directory
 from policydesk.providers.local import load_offline_embedding, local_embedding, offline_embedding
-from policydesk.providers.onnx_local import MIN_COSINE, OnnxEmbedding, OnnxUnavailable, build_onnx
+from policydesk.providers.onnx_local import MIN_COSINE, OnnxEmbedding, OnnxUnavailable, build_onnx, onnx_path
 from tests.conftest import CORPUS
 
 
@@ -128,6 +128,16 @@ def test_an_onnx_file_that_disagrees_with_torch_is_never_used(tmp_path, caplog):
         fallback = load_offline_embedding(32, 1, "onnx", tmp_path)
     assert type(fallback).__name__ == "HuggingFaceEmbedding"
     assert "using torch" in caplog.text and "disagree with torch" in caplog.text
+
+
+def test_a_damaged_onnx_file_is_named_and_torch_is_used(tmp_path, caplog):
+    damaged = onnx_path(_model_dir(), tmp_path, "fp32")
+    damaged.write_bytes(b"not an onnx model")
+    with caplog.at_level(logging.WARNING, logger="policydesk.providers.local"):
+        fallback = load_offline_embedding(32, 1, "onnx", tmp_path)
+    assert type(fallback).__name__ == "HuggingFaceEmbedding"
+    assert f"the ONNX file {damaged} cannot be loaded" in caplog.text and "delete it" in caplog.text
+    assert damaged.read_bytes() == b"not an onnx model"  # nothing of the user's is removed behind their back
 
 
 def test_an_unknown_engine_is_a_clear_error(tmp_path):

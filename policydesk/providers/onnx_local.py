@@ -117,6 +117,11 @@ def _quantize_int8(src: Path, dest: Path) -> None:
                      op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
 
 
+def onnx_path(model_dir: Path, models_dir: Path, precision: str) -> Path:
+    """Where the ONNX file of these weights and precision lives (named by the weights' fingerprint)."""
+    return models_dir / f"{model_dir.parent.name}-{model_dir.name}-{weights_fingerprint(model_dir)}-{precision}.onnx"
+
+
 def build_onnx(model_dir: Path, models_dir: Path, precision: str, *, min_cosine: float | None = None) -> Path:
     """The checked ONNX file for these weights and precision, exported on first use.
 
@@ -125,7 +130,7 @@ def build_onnx(model_dir: Path, models_dir: Path, precision: str, *, min_cosine:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     floor = MIN_COSINE[precision] if min_cosine is None else min_cosine
-    target = models_dir / f"{model_dir.parent.name}-{model_dir.name}-{weights_fingerprint(model_dir)}-{precision}.onnx"
+    target = onnx_path(model_dir, models_dir, precision)
     rejected = target.with_name(target.name + ".rejected")
     if rejected.exists():
         raise OnnxUnavailable(rejected.read_text())
@@ -226,10 +231,15 @@ class OnnxEmbedding(BaseEmbedding):
     def __init__(self, *, model_dir: Path, onnx_file: Path, precision: str = "fp32", embed_batch_size: int = 32,
                  threads: int = 1) -> None:
         max_length = _window(model_dir)
+        try:
+            runner = _OnnxRunner(onnx_file, model_dir, max_length)
+        except Exception as exc:  # a damaged file: say which, and let the caller fall back
+            raise OnnxUnavailable(f"the ONNX file {onnx_file} cannot be loaded ({exc}); delete it to have it "
+                                  "exported again") from exc
         super().__init__(model_name=str(model_dir), onnx_file=str(onnx_file), precision=precision,
                          engine=f"onnxruntime-{precision}@{file_fingerprint(onnx_file)}", max_length=max_length,
                          embed_batch_size=embed_batch_size, threads=max(1, threads))
-        self._runner = _OnnxRunner(onnx_file, model_dir, max_length)
+        self._runner = runner
 
     @classmethod
     def class_name(cls) -> str:
