@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
@@ -52,6 +53,9 @@ class RequestStack:
                                         embed_model=embed_model)
         self.report = GuardReport()
         self.guard = ClearanceGuard(engine=db.app, clearance=clearance, report=self.report)
+        # On the async path extension arms are guarded in parallel threads; each guard pass reads
+        # the drops it added by position in the shared report, so passes take turns.
+        self._guard_turn = threading.Lock()
         extra = [(r.name, GuardedArm(r.name, r.build(self.context), self)) for r in extensions.retrievers]
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
                                          extra_arms=extra)
@@ -127,6 +131,10 @@ class RequestStack:
         return kept
 
     def _guarded(self, nodes: list[NodeWithScore], stage: str, component: str | None = None) -> list[NodeWithScore]:
+        with self._guard_turn:
+            return self._guarded_now(nodes, stage, component)
+
+    def _guarded_now(self, nodes: list[NodeWithScore], stage: str, component: str | None) -> list[NodeWithScore]:
         seen = len(self.report.drops)
         kept = self.guard.postprocess_nodes(nodes)
         draft = current_trace()
