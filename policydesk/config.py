@@ -109,6 +109,16 @@ class Settings(BaseSettings):
         r"CVS[-\s]?(?:\d[-\s]?){7}\d",
         r"CLM[-\s]?(?:\d[-\s]?){8}\d",
     ])
+    # Other payers' names (case-insensitive). A question about another payer's rules ("Does <payer> cover
+    # bariatric surgery?", "<payer>'s appeal deadline") is out of scope: the sources are this plan's
+    # policies, and an answer from them would be wrong for that payer. A question that names another
+    # payer as the member's other coverage (primary / secondary / COB) is not. A plan removes its own
+    # name from the list. Defaults: large US payers (docs/refusal.md). JSON in POLICYDESK_OTHER_PAYER_NAMES.
+    OTHER_PAYER_NAMES: list[str] = Field(default_factory=lambda: [
+        "Aetna", "Cigna", "Humana", "UnitedHealthcare", "United Healthcare", "UHC", "Anthem", "Elevance",
+        "Blue Cross", "Blue Shield", "BCBS", "Kaiser", "Kaiser Permanente", "Molina", "Centene", "Ambetter",
+        "WellCare", "Oscar", "Highmark", "Tricare", "Medica",
+    ])
     # Abstain when the best dense cosine similarity is below the ACTIVE embedding model's threshold:
     # similarities from different models are not on one scale. Calibrated on the golden set's dev
     # split only (`policydesk eval --split dev` -> summary.md / run.json "calibration"; the rule is in

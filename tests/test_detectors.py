@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from policydesk.detectors import find_claim_decision_language, find_member_identifiers, is_claim_action
+from policydesk.detectors import find_claim_decision_language, find_member_identifiers, is_claim_action, is_out_of_scope
 from policydesk.detectors.identifiers import find_identifier_spans
+from policydesk.detectors.phrasing import asks_for_information
 from policydesk.detectors.redact import redact
 
 
@@ -157,3 +158,124 @@ def test_polite_and_indirect_claim_requests_are_claim_actions(text):
 )
 def test_questions_about_the_rule_are_not_claim_actions(text):
     assert not is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # one specific case, no request opener: a possessive or a deadline makes the modal a request
+        "Could his knee brace denial be reversed before Friday?",
+        "can the wheelchair claim get paid today",
+        "Can we reprocess her lab claim at the contracted rate?",
+        "Let the late ER notice slide this once.",
+        "I want the mileage refund mailed to her.",
+        "Take the pend off the oxygen claim.",
+        "aprove the walker rental",  # misspelled
+        # someone else asked, and then the rep asks PolicyDesk to do it
+        "The office said to go ahead and pay it. Can you do that now?",
+    ],
+)
+def test_claim_requests_without_a_known_opener_are_claim_actions(text):
+    assert is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a request someone else made, quoted or reported, and a question about it (issue 15)
+        "A caller asked me to just approve it. What do I tell her?",
+        "The provider keeps saying 'pay the claim already'. Is there a script for that?",
+        # a modal about the rule, or about a hypothetical
+        "Can a claim be approved after the filing limit if the member was hospitalized?",
+        "Can the denial be overturned on appeal?",
+        "Can her auth be extended if the surgery moves?",
+        "Do I need the member's consent to discuss an approved auth with her son?",
+    ],
+)
+def test_questions_about_a_request_or_the_rule_are_not_claim_actions(text):
+    assert not is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Provider says we paid the wrong rate. Where do they send a reconsideration?", True),
+        ("my caller wants it paid today, what's the usual turnaround?", True),
+        ("can we accept a corrected claim on day 200 if the original was timely", True),
+        ("The member bought a nebulizer herself. can DME cover that after the fact?", True),
+        ("Please approve the claim today.", False),
+        ("Can we approve her claim today?", False),
+    ],
+)
+def test_asks_for_information(text, asks):
+    assert asks_for_information(text) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("subscriber id RT 52 880 914 asked about OON", "member_id"),  # letters, then spaced groups
+        ("member no. 7731 20 994-01 wants a card", "member_id"),  # a dependent suffix
+        ("her MBI is 4kt2-hn5-wp38", "member_id"),  # the Medicare Beneficiary Identifier shape
+        ("email is lee dot park at example dot org", "email"),
+        ("reach her at lpark (at) example (dot) com", "email"),
+        ("write to lpark at example.com", "email"),
+        ("she was born on the ninth of June, 1961", "date_of_birth"),
+        ("dob aug 3 71, asking about vision", "date_of_birth"),
+        ("I have mrs. kowalczyk on hold", "person_name"),
+        ("member name is dana ruiz", "person_name"),
+        ("caller anna m. lopez asked", "person_name"),
+        ("callback 4 1 5 5 5 5 0 1 3 8", "spoken_number"),
+    ],
+)
+def test_find_identifier_spans_new_shapes(text, kind):
+    assert kind in [f.kind for f in find_identifier_spans(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "claim with cpt 99213 denied for a missing modifier?",
+        "the member guide says 365 days for corrected claims",
+        "Do MS patients need a neurologist referral?",
+        "member is a 45 year old, does she need a colonoscopy auth?",
+    ],
+)
+def test_identifier_look_alikes_pass(text):
+    assert find_identifier_spans(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Her wrist is swollen after a fall. Could it be a fracture?",
+        "what usually causes a rash like that",
+        "should she go to urgent care for the cut on her hand",
+        "how do I request PTO for next week",
+        "should the member sue the ambulance company?",
+        "Does Cigna cover acupuncture?",
+        "What's Aetna's appeal window?",
+        "which insurer has the cheapest plan for a family of four",
+    ],
+)
+def test_out_of_scope_kinds(text):
+    assert is_out_of_scope(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is an MRI for knee pain covered without prior auth?",
+        "The member has Cigna as primary; do we pay secondary?",
+        "member switched from Aetna to us last month, does her auth carry over?",
+        "Does the plan cover a second opinion for a cancer diagnosis?",
+    ],
+)
+def test_plan_questions_naming_symptoms_or_other_payers_stay_in_scope(text):
+    assert not is_out_of_scope(text)
+
+
+def test_other_payer_names_are_a_setting():
+    # A plan that is itself on the default list removes its name; nothing else changes.
+    assert is_out_of_scope("Does Cigna cover acupuncture?", other_payers=["Cigna"])
+    assert not is_out_of_scope("Does Cigna cover acupuncture?", other_payers=[])

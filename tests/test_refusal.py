@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from policydesk.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
-from policydesk.evals.refusals import SPLITS, evaluate, load_cases
+from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold
 from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
 from policydesk.topics import CorpusTopicGate, gated_phrases
 from tests.conftest import CORPUS
@@ -75,7 +75,19 @@ def test_validation_split_floors(gate):
     report = evaluate(gate, load_cases("validation"))
     assert report.recall("member_identifier") >= 0.95
     assert report.recall("claim_action") >= 0.95
-    assert report.recall("out_of_scope") >= 0.85
+    assert report.recall("out_of_scope") >= 0.90
+    assert report.false_refusal_rate <= 0.02
+
+
+def test_train_out_of_fold_floors(gate):
+    # Each train case screened by a classifier fitted without it (5 folds, scripts/refusal_cv.py): how
+    # the gate does on questions the model has not seen, which the in-sample train figure cannot say.
+    fitted = gate.intent
+    report = out_of_fold(gate, load_cases("train"))
+    assert gate.intent is fitted  # the production classifier is put back
+    assert report.recall("member_identifier") >= 0.95
+    assert report.recall("claim_action") >= 0.95
+    assert report.recall("out_of_scope") >= 0.90
     assert report.false_refusal_rate <= 0.02
 
 

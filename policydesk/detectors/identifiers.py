@@ -18,6 +18,10 @@ Borderline decisions (labelled in tests/data/refusal/ and tests/data/refusal_cas
   one: 6+ digits, or 4+ digits with letters or separators. Dates, compact YYYYMMDD dates, code
   shapes (CPT 99213, HCPCS E0601, ICD-10 F32.9, CO-29) and money are not identifiers. "policy"
   is not a cue: a policy number ("policy MP-2024-017") names a document, not a person.
+- A cued token may start with a group of letters before spaced digits ("sub id: HX 44 910 223"), never
+  a word or a code label ("is a 99213", "cpt 99213"), and may carry a suffix ("8841 20 337-02").
+- A Medicare Beneficiary Identifier (CMS's 11-character format, "1EG4-TE5-MK73") is an identifier
+  anywhere: it is a national format, not one plan's.
 - A bare run of 9+ digits is an identifier anywhere, except a compact date or a labelled NPI.
 - Seven or more digits read out as words ("nine one seven, five five five, ...") are a number read
   digit by digit off a card or a phone: an identifier anywhere.
@@ -25,7 +29,10 @@ Borderline decisions (labelled in tests/data/refusal/ and tests/data/refusal_cas
   eligibility rule) passes. A date right after a person's name ("John Smith (03/04/1975)") counts.
 - A capitalized name counts only next to a member cue ("member Janet Price", "Caller: Greg
   Ostrowski", "Linda Park (member)", "I have Maria Gonzalez on the line"); a provider's name
-  ("Dr. Patel's office") passes.
+  ("Dr. Patel's office") passes. A title and a surname ("mrs. okafor") count anywhere; a lower-case
+  name only after "name" ("pt name harold finch") or with a middle initial ("member john r. tanaka").
+- Spelled-out e-mail addresses count ("jdoe at gmail dot com", "j.doe(at)gmail(dot)com"), and so do
+  dates of birth in words or with a two-digit year after a DOB word ("born the fourth of July, 1958").
 - E-mail addresses are identifiers, except role mailboxes (appeals@, claims@, ...).
 """
 
@@ -57,6 +64,16 @@ _DATE = (
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}})"
 )
 _DATE_RE = re.compile(_DATE, _I)
+# After a date-of-birth word a date may also be written with an ordinal word ("the fourth of July, 1958"),
+# a two-digit year ("june 9 84") or no year ("DOB 3/4"): still a birth date.
+_ORDINAL_WORD = (r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+                 r"(?:thir|four|fif|six|seven|eigh|nine)teenth|twentieth|twenty[-\s](?:first|second|third|fourth|"
+                 r"fifth|sixth|seventh|eighth|ninth)|thirtieth|thirty[-\s]first)")
+_DOB_DATE_RE = re.compile(
+    rf"{_DATE}|(?:the\s+)?{_ORDINAL_WORD}\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}"
+    rf"|{_MONTH}\s+(?:the\s+)?{_ORDINAL_WORD},?\s+\d{{4}}"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+'?\d{{2}}(?!\d)|\d{{1,2}}/\d{{1,2}}(?![/\d])"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?!\d)", _I)
 _DOB_WORDS = (r"(?:d\.?o\.?b\b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?"
               r"|birthdate)")
 _DOB_WORD_RE = re.compile(rf"\b{_DOB_WORDS}", _I)
@@ -88,25 +105,43 @@ _SSN_LAST4_FIRST = re.compile(
     r"[^.?!\d]{0,12}\d{4}(?!\d)", _I)
 
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+", _I)
+# "jdoe at gmail dot com", "jdoe at gmail.com", "j.doe(at)gmail(dot)com", "j.doe [at] gmail [dot] com"
 _EMAIL_SPOKEN = re.compile(
-    r"\b[\w.+-]+\s+(?:at|\[at\]|\(at\))\s+[\w-]+\s+(?:dot|\[dot\]|\(dot\))\s+(?:com|net|org|edu|gov|us|io)\b", _I)
+    r"\b[\w.+-]+(?:\s+at\s+|\s*[\[({]\s*at\s*[\])}]\s*)[\w-]+(?:\.|\s+dot\s+|\s*[\[({]\s*dot\s*[\])}]\s*)"
+    r"(?:com|net|org|edu|gov|us|io|info|biz|co)\b", _I)
 _ROLE_MAILBOX = re.compile(
     r"^(?:appeals?|claims?|providers?|support|info|help|contact|no-?reply|admin|um|grievances?|"
     r"credentialing|compliance|billing|fax|intake|services?|customer\.?service|pharmacy|auth\w*)@", _I)
 
 _ID_CUE = (
-    r"(?:member(?:'s)?|mbr|subscriber(?:'s)?|patient(?:'s)?|pt|enrollee|dependent|claim|clm|mrn|"
+    r"(?:member(?:'s)?|mbr|mem|memb|sub|subscriber(?:'s)?|insurance|ins|cin|recipient|patient(?:'s)?|pt|enrollee|"
+    r"dependent|claim|clm|mrn|"
     r"medical\s+record|case|ticket|auth(?:orization)?|reference|ref|acct|account|medicaid|medicare|"
     r"beneficiary|hicn|mbi|id|identifier|group|grp|card|policy\s*holder|(?:member|subscriber)'?s?\s+policy)"
 )
 # the cue, then at most a few filler words ("number", "no.", "#", "is", "says", ":"), then the token
-_FILLER = r"(?:[\s:#=(.,-]+|\s+(?:number|num|no\.?|id|ids|#|is|was|says|of|reads|ref|card)\b)*"
-_TOKEN = r"(?P<tok>(?=[A-Za-z0-9./-]*\d)[A-Za-z0-9]+(?:(?:[-./]|\s(?=[A-Za-z]*\d))[A-Za-z0-9]+){0,5})"
+_FILLER = (r"(?:[\s:#=(.,-]+|\s+(?:number|num|no\.?|id|ids|#|is|was|says|of|reads|ref|card|on|the|in|from|as|"
+           r"listed|shows|shown|given|printed)\b)*")
+# A leading group of letters before spaced digits ("HX 44 910 223", "W 2231 9940 7"), never a word or
+# a code label ("is a 99213", "cpt 99213"), then the token proper.
+_LEAD_LETTERS = (r"(?:(?!(?:a|an|the|on|in|is|of|at|to|for|by|or|and|as|it|if|my|no|so|we|was|are|her|his|"
+                 r"cpt|hcpcs|icd|drg|rev|ndc|npi|pos|tob|dos|mod|code|codes|page|step|tier|level|day|days|"
+                 r"visit|visits|unit|units|form|version|section|rule|item|line|box|field)\s)[A-Za-z]{1,4}\s(?=\d))?")
+_LEAD_RE = re.compile(r"[A-Za-z]{1,4}\s(?=\d)")
+_TOKEN = (rf"(?P<tok>{_LEAD_LETTERS}(?=[A-Za-z0-9./-]*\d)[A-Za-z0-9]+"
+          r"(?:(?:[-./]|\s(?=[A-Za-z]*\d))[A-Za-z0-9]+){0,6})")
 _CUED_ID = re.compile(rf"\b{_ID_CUE}\b(?:{_FILLER})\s*{_TOKEN}(?![\w-])", _I)
 _BARE_DIGITS = re.compile(r"(?<![\w-])#?\d{9,}(?![\w-])")
 # A number read out digit by digit ("nine one seven, five five five, ..."): 7+ digit words in a row.
 _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
-_SPOKEN_DIGITS = re.compile(rf"\b{_DIGIT_WORD}(?:[\s,.-]+{_DIGIT_WORD}){{6,}}\b", _I)
+_DIGIT_UNIT = rf"(?:{_DIGIT_WORD}|(?:double|triple)\s+(?:{_DIGIT_WORD}|\d)|\d)"
+_SPOKEN_DIGITS = re.compile(
+    rf"(?<![\w-]){_DIGIT_UNIT}(?:[\s,.-]+{_DIGIT_UNIT}){{6,}}(?![\w-])", _I)
+# The Medicare Beneficiary Identifier (CMS's national format, not one plan's): 11 characters, digits and
+# letters in fixed positions (no S, L, O, I, B, Z), often written in groups of 4-3-4.
+_MBI_LETTER = "[AC-HJKMNP-RT-Y]"
+_MBI = re.compile(rf"(?<![\w-])[1-9]{_MBI_LETTER}[AC-HJKMNP-RT-Y0-9]\d[-\s]?{_MBI_LETTER}[AC-HJKMNP-RT-Y0-9]\d"
+                  rf"[-\s]?{_MBI_LETTER}{{2}}\d{{2}}(?![\w-])", _I)
 _CODE_SHAPE = re.compile(
     r"^(?:\d{5}|[A-Z]\d{4}|\d{4}[A-Z]|[A-Z]\d{2}(?:\.\w{1,4})?|[A-Z]{2}-?\d{1,3}|\d{1,4})$", _I)
 _NPI_LABEL = re.compile(r"\bNPI\b[\s:#]*$", _I)
@@ -120,10 +155,22 @@ _NAME_AFTER_CUE = re.compile(
 _NAME_BEFORE_CUE = re.compile(
     rf"(?P<name>{_NAME})\s*(?:\(\s*(?i:the\s+)?(?i:{_PERSON_CUE})\s*\)|,\s*(?i:the|our|a)\s+(?i:{_PERSON_CUE})\b"
     rf"|\s+(?i:is\s+)?(?i:on\s+(?:the\s+line|hold|the\s+phone)))")
+# A title and a surname is a person wherever it stands ("i have mr. okafor on the phone", "a Mrs. Lindqvist");
+# "Dr." is left out (providers are named in policy questions). "ms"/"miss" need a period or a capital:
+# "MS" is also multiple sclerosis.
+_TITLED_NAME = re.compile(
+    r"\b(?:(?i:mr|mrs|mx)\.?\s+[A-Za-z][a-z'-]+|(?i:ms|miss)\.\s+[A-Za-z][a-z'-]+|(?:Ms|Miss)\s+[A-Z][a-z'-]+)")
+# Lower-case names only with an unmistakable cue: "member name: ana ruiz", "pt name harold finch", or a
+# middle initial after a person cue ("member john r. tanaka").
+_LOWER_NAME_AFTER_NAME_CUE = re.compile(
+    rf"\b(?:{_PERSON_CUE}|caller)(?:'s)?\s+name\s*(?:is|:|-)?\s*"
+    rf"(?P<name>[a-z][a-z'-]+(?:\s+[a-z]\.?)?\s+[a-z][a-z'-]+)\b", _I)
+_LOWER_NAME_WITH_INITIAL = re.compile(
+    rf"\b(?:{_PERSON_CUE})(?:'s)?[\s:,(]+(?P<name>[a-z][a-z'-]+\s+[a-z]\.\s+[a-z][a-z'-]+)\b", _I)
 _NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?P<date>(?i:{_DATE}))")
 _NAME_THEN_DOB = re.compile(rf"(?P<name>{_NAME})\s*[,(]?\s*(?i:{_DOB_WORDS})")
 _NOT_NAME_WORDS = frozenset("""
-    services service operations appeals appeal health plan care cascade valley medicare medicaid
+    services service operations appeals appeal health plan care medicare medicaid
     advantage prior authorization behavioral customer provider providers member members id card
     replacement interpreter network claims claim policy policies desk quick reference escalation
     unit office compliance quality audit dispute review special investigations fraud referral rate
@@ -135,7 +182,7 @@ _NOT_NAME_WORDS = frozenset("""
     patient subscriber dependent name first last new old my our your his her their this that
     cost sharing share coverage covered visit visits services status
     monday tuesday wednesday thursday friday saturday sunday january february march april may june
-    july august september october november december cvm cvs clm dos dob ssn mrn npi er pt pcp
+    july august september october november december dos dob ssn mrn npi er pt pcp
 """.split())
 
 
@@ -202,7 +249,7 @@ def _phones(text: str) -> list[Finding]:
 def _dates_of_birth(text: str) -> list[Finding]:
     out = []
     for m in _DOB_WORD_RE.finditer(text):
-        found = _DATE_RE.search(text, m.end(), m.end() + 60)
+        found = _DOB_DATE_RE.search(text, m.end(), m.end() + 60)
         if found and found.start() - m.end() <= 40 and not _DOB_GAP_RULE.search(text, m.end(), found.start()):
             out.append(Finding("date_of_birth", found.start(), found.end()))
         # "pt DOB" right after the date: "04/01/1985 date of birth"
@@ -219,6 +266,9 @@ def _cued_numbers(text: str) -> list[Finding]:
     out = []
     for m in _CUED_ID.finditer(text):
         token = m.group("tok").rstrip(".-/")
+        lead = _LEAD_RE.match(token)
+        if lead and not id_shaped(token[lead.end():]):  # the letters are not the identifier: "says 180"
+            continue
         if id_shaped(token) and not _NPI_LABEL.search(text, max(0, m.start("tok") - 12), m.start("tok")):
             cue = m.group(0)[: m.start("tok") - m.start()].lower()
             kind = "claim_number" if re.search(r"\b(?:claim|clm)\b", cue) else "member_id"
@@ -232,10 +282,14 @@ def _cued_numbers(text: str) -> list[Finding]:
 
 def _names(text: str) -> list[Finding]:
     out = []
-    for pattern in (_NAME_AFTER_CUE, _NAME_BEFORE_CUE, _NAME_THEN_DOB):
+    for pattern in (_NAME_AFTER_CUE, _NAME_BEFORE_CUE, _NAME_THEN_DOB, _LOWER_NAME_AFTER_NAME_CUE,
+                    _LOWER_NAME_WITH_INITIAL):
         for m in pattern.finditer(text):
             if _plain_name(m.group("name")):
                 out.append(Finding("person_name", m.start("name"), m.end("name")))
+    for m in _TITLED_NAME.finditer(text):
+        if _plain_name(m.group(0)):
+            out.append(Finding("person_name", m.start(), m.end()))
     return out
 
 
@@ -253,6 +307,7 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
               if not _ROLE_MAILBOX.match(m.group(0))]
     found += [Finding("email", m.start(), m.end()) for m in _EMAIL_SPOKEN.finditer(text)]
     found += [Finding("spoken_number", m.start(), m.end()) for m in _SPOKEN_DIGITS.finditer(text)]
+    found += [Finding("member_id", m.start(), m.end()) for m in _MBI.finditer(text)]
     found += _phones(text) + _dates_of_birth(text) + _cued_numbers(text) + _names(text)
     return sorted(found, key=lambda f: (f.start, -f.end))
 

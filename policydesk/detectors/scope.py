@@ -1,14 +1,19 @@
-"""Out of scope: questions that are plainly not about a health plan.
+"""Out of scope: questions that are not about this health plan's policies.
 
-Pure text detection for the refusal gate. Conservative on purpose: any
-health-plan vocabulary (plan, claim, member, provider, benefit, coverage, ...)
-passes, even if the rest of the question looks unrelated; retrieval then
-abstains if nothing applies.
+Pure text detection for the refusal gate. Conservative on purpose: any health-plan vocabulary
+(plan, claim, member, provider, benefit, coverage, ...) passes an off-topic word list, and
+retrieval then abstains if nothing applies. Four kinds are out of scope whatever words they use:
+clinical advice (a dose, a diagnosis, speculating what a symptom is, where to go for care) unless
+it asks about coverage; legal advice; another payer's rules (the names are a setting,
+`POLICYDESK_OTHER_PAYER_NAMES`), unless that payer is the member's other coverage; and shopping
+for insurance.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from functools import lru_cache
 
 _I = re.IGNORECASE
 
@@ -39,7 +44,56 @@ _OFF_TOPIC = tuple(re.compile(p, _I) for p in (
     r"\blegal\s+advice\b|\b(?:can|should)\s+i\s+sue\b|\b(?:lawyer|attorney|lawsuit|divorce|"
     r"custody)\b",
     r"\b(?:movies?|restaurants?|horoscope|lottery|vacation|capital\s+of)\b",
+    # the workplace, not the plan: HR, payroll, IT, facilities
+    r"\b(?:pto|paid\s+time\s+off|sick\s+days?|time\s+off|payroll|paychecks?|pay\s*stubs?|direct\s+deposit|timesheets?|"
+    r"time\s*cards?|w-?2s?|401\s*\(?k\)?|dress\s+code|holiday\s+party|conference\s+rooms?|headsets?|vpn|wi-?fi|"
+    r"passwords?|log\s*in|login|laptops?|printers?|outlook|badges?|parking|cafeteria|break\s+room|"
+    r"expense\s+reports?|performance\s+reviews?|human\s+resources|new\s+hires?|overtime|shift\s+swaps?)\b",
+    # help with something that is not a plan question ("help me plan a team event", "help me write a toast")
+    r"\bhelp\s+me\s+(?:write|plan|organi[sz]e|draft|pick|choose|decide|book|prepare|study|learn|cook|fix|find\s+a)\b",
 ))
+# Shopping for insurance is not a question about this plan's policies.
+_PLAN_SHOPPING = re.compile(
+    r"\b(?:which|what)\s+(?:insurer|insurance\s+company|carrier|health\s+plan)\s+(?:is|has|offers|should|would)\b"
+    r"|\b(?:best|cheapest|good|better|top)\s+(?:insurer|insurance\s+(?:company|plan|carrier)|health\s+(?:plan|insurer)|"
+    r"carrier)s?\b|\bshop(?:ping)?\s+for\s+(?:health\s+)?insurance\b", _I)
+# Another payer named as the member's other coverage: a coordination-of-benefits question, in scope.
+_OTHER_COVERAGE = re.compile(
+    r"\b(?:primary|secondary|tertiary|other\s+(?:insurance|coverage|carrier|payer|plan)|coordinat\w+|cob|"
+    r"pays?\s+first|paid\s+first|dual(?:ly)?|also\s+(?:has|have|covered)|both\s+plans|switch\w*\s+(?:from|to)|"
+    r"(?:from|to)\s+us\b|through\s+(?:her|his|their)\s+(?:employer|job|spouse|husband|wife))\b", _I)
+
+
+@lru_cache(maxsize=16)
+def _payer_regexes(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    if not names:
+        return ()
+    name = "(?:" + "|".join(re.escape(n).replace(r"\ ", r"\s+") for n in sorted(names, key=len, reverse=True)) + ")"
+    policy_verbs = (r"(?:cover|covers|require|requires|pay|pays|handle|handles|allow|allows|deny|denies|reimburse|"
+                    r"reimburses|need|needs|accept|accepts|use|uses|process|processes|approve|approves|charge|charges)")
+    return tuple(re.compile(p, _I) for p in (
+        rf"\b{name}'s?(?=\s)",  # "Humana's timely filing limit"
+        rf"\b(?:does|do|did|will|would|can|how\s+does|how\s+do|what\s+does)\s+{name}\s+{policy_verbs}\b",
+        rf"\b{name}\s+(?:plans?|polic(?:y|ies)|rules?|members?|formulary|network|guidelines?|"
+        rf"appeals?\s+(?:deadline|process)|"
+        rf"timely\s+filing|prior\s+auth\w*|fee\s+schedule)\b",
+        rf"\b(?:at|under|with|for)\s+{name}\s*(?:\?|$)",
+    ))
+
+
+def _default_other_payers() -> tuple[str, ...]:
+    from policydesk.config import get_settings
+
+    return tuple(get_settings().OTHER_PAYER_NAMES)
+
+
+def asks_about_other_payer(question: str, other_payers: Sequence[str] | None = None) -> bool:
+    """Another payer's rules asked about (a setting lists the names), not that payer as the member's
+    other coverage."""
+    names = tuple(other_payers) if other_payers is not None else _default_other_payers()
+    if _OTHER_COVERAGE.search(question):
+        return False
+    return any(p.search(question) for p in _payer_regexes(names))
 
 
 # Clinical advice (a dose, a diagnosis, what to take) is out of scope even when it names a member;
@@ -52,6 +106,35 @@ _CLINICAL_ADVICE = re.compile(
     r"|\bis\s+(?:it|that|this|a|an|the|her|his|their)\b[^?.!]{0,50}\b(?:normal|dangerous|serious|contagious)\b"
     r"|\b(?:safe|ok(?:ay)?|dangerous)\s+(?:for\s+(?:[\w'-]+\s+){1,3})?to\s+(?:take|stop|skip|double|mix|combine)\b"
     r"|\b(?:a\s+heart\s+attack|a\s+stroke|cancer)\s*\?", _I)
+# Speculating about what a symptom is, or where to go for care, is clinical advice too ("could that be
+# angina?", "sounds like it's broken", "should he go to urgent care or just ice it", "is 48 too low for a
+# resting heart rate?"), when the question names a sign, a body part or a reading.
+_CLINICAL_SIGN = re.compile(
+    r"\b(?:pain|aches?|aching|rash|fever|cough\w*|swollen|swelling|bruis\w*|bleed\w*|lumps?|moles?|dizz\w*|"
+    r"nause\w*|vomit\w*|headaches?|migraines?|chest|short\s+of\s+breath|breathing|tightness|numb\w*|tingl\w*|"
+    r"sore|infected|infection|itch\w*|blisters?|sprain\w*|fractur\w*|broken|bones?|ankle|knee|wrist|hip|"
+    r"blood\s+(?:sugar|pressure)|heart\s+rate|pulse|temperature|symptoms?|wound|stitches|glucose|spots?|"
+    r"diarrh\w*|fatigue|seizures?|faint\w*|palpitations?|throat|stomach|cramp\w*|wheez\w*|lesions?|"
+    r"mg|pills?|tablets?|supplements?|medications?|meds)\b", _I)
+_SPECULATION = re.compile(
+    r"\b(?:could|might|would|can)\s+(?:that|this|it|she|he|they)\s+(?:be|mean)\b"
+    r"|\bis\s+(?:it|that|this|she|he)\s+(?:likely|probably|possibly|maybe|just)\b"
+    r"|\bis\s+(?:it|that|this)\s+(?:an?\s+)?\w+(?:\s+\w+)?\s*\?"
+    r"|\bsounds?\s+like\b|\b(?:does|do)\s+(?:that|this|it)\s+(?:sound|seem|look)\b|\bseems?\s+likely\b"
+    r"|\bwhat\s+(?:would|could|might|usually|typically|commonly|normally)?\s*(?:causes?|be\s+causing)\b"
+    r"|\bwhat(?:'s|\s+is)\s+causing\b"
+    r"|\b(?:could|might|can)\s+(?:[\w'-]+\s+){1,3}?be\s+(?:from|caused\s+by|due\s+to|related\s+to|a\s+sign\s+of|"
+    r"a\s+symptom\s+of|an?\s+side\s+effect)\b"
+    r"|\bis\s+\d+(?:\s*(?:/|over)\s*\d+)?\s+(?:too\s+)?(?:high|low|normal|dangerous|ok(?:ay)?)\b"
+    r"|\btoo\s+(?:low|high|fast|slow)\b|\brecovery\s+time\b|\bhow\s+long\s+(?:to|does\s+it\s+take\s+to|until)\s+"
+    r"(?:heal|recover)\b|\b(?:interact|interaction)s?\b", _I)
+_WHERE_FOR_CARE = re.compile(
+    r"\bshould\s+(?:i|he|she|they|the\s+(?:member|patient|caller|child|baby|kid))\s+(?:go\s+to|see|call)\s+"
+    r"(?:urgent\s+care|the\s+er|an?\s+er|the\s+emergency|a\s+doctor|the\s+doctor|a\s+specialist|911)\b", _I)
+# Legal advice is out of scope even when it names a member or the plan ("can the member sue the hospital?").
+_LEGAL_ADVICE = re.compile(
+    r"\blegal\s+advice\b|\b(?:should|can|could)\s+(?:i|she|he|they|we|the\s+(?:member|caller|patient|provider|family))\s+"
+    r"sue\b|\b(?:hire|get|need)\s+an?\s+(?:lawyer|attorney)\b", _I)
 _COVERAGE = re.compile(
     r"\b(?:cover(?:ed|age|s)?|polic(?:y|ies)|formular(?:y|ies)|auth\w*|benefits?|limits?|copays?|claims?|"
     r"cost|pay|billing|code|icd|referral)\b", _I)
@@ -62,9 +145,16 @@ def has_plan_vocabulary(question: str) -> bool:
     return bool(_DOMAIN.search(question))
 
 
-def is_out_of_scope(question: str) -> bool:
-    """Off-topic words and no health-plan vocabulary at all."""
-    if _CLINICAL_ADVICE.search(question) and not _COVERAGE.search(question):
+def is_out_of_scope(question: str, other_payers: Sequence[str] | None = None) -> bool:
+    """Clinical advice, another payer's rules, shopping for insurance, or off-topic words and no
+    health-plan vocabulary at all."""
+    clinical = _CLINICAL_ADVICE.search(question) or _WHERE_FOR_CARE.search(question) or (
+        _SPECULATION.search(question) and _CLINICAL_SIGN.search(question))
+    if clinical and not _COVERAGE.search(question):
+        return True
+    if _LEGAL_ADVICE.search(question):
+        return True
+    if _PLAN_SHOPPING.search(question) or asks_about_other_payer(question, other_payers):
         return True
     if _DOMAIN.search(question):
         return False

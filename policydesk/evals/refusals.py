@@ -3,11 +3,14 @@
 The labelled cases were split into train / validation / test before any detector was tuned
 (issue 15). Figures are reported from the frozen test split only; train and validation are
 for fitting and tuning, and the 101-case `refusal_cases.yaml` is kept as a regression set.
-`scripts/refusal_matrix.py` prints this report; `scripts/refusal_bench.py` times the gate.
+`scripts/refusal_matrix.py` prints this report, `scripts/refusal_cv.py` the out-of-fold one on train;
+`scripts/refusal_bench.py` times the gate.
 """
 
 from __future__ import annotations
 
+import random
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +80,52 @@ def evaluate(gate, cases: list[dict]) -> Report:
     for c, predicted in rows:
         matrix[c["expected"]][predicted] += 1
     return Report(matrix, [(c, p) for c, p in rows if p != c["expected"]])
+
+
+def folds(cases: list[dict], k: int, seed: int = 15) -> list[list[dict]]:
+    """k folds stratified by kind (shuffled with random.Random(seed)), every case in exactly one."""
+    by_kind: dict[str, list[dict]] = defaultdict(list)
+    for case in cases:
+        by_kind[case["expected"]].append(case)
+    rng = random.Random(seed)
+    out: list[list[dict]] = [[] for _ in range(k)]
+    i = 0
+    for kind in sorted(by_kind):
+        group = by_kind[kind][:]
+        rng.shuffle(group)
+        for case in group:
+            out[i % k].append(case)
+            i += 1
+    return out
+
+
+def out_of_fold(gate, cases: list[dict], k: int = 5, **classifier_options) -> Report:
+    """The gate on every case, with the intent classifier fitted on the other k-1 folds only.
+
+    The classifier is fitted on the train split, so the gate's figure on train says nothing; this
+    one does. Everything else in `gate` (identifier detectors, rules, topic gate) is used as is.
+    The gate's classifier is put back afterwards.
+    """
+    from policydesk.intent import CLASSES, IntentClassifier
+
+    fitted = gate.intent
+    embed = fitted._embed if fitted is not None else None
+    matrix: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    misses: list[tuple[dict, str]] = []
+    parts = folds(cases, k)
+    try:
+        for i, held_out in enumerate(parts):
+            rest = [(c["question"], c["expected"]) for j, part in enumerate(parts) if j != i for c in part
+                    if c["expected"] in CLASSES and c.get("gate") != "topic"]
+            gate.intent = IntentClassifier(embed, cases=rest, **classifier_options)
+            report = evaluate(gate, held_out)
+            for expected, row in report.matrix.items():
+                for predicted, n in row.items():
+                    matrix[expected][predicted] += n
+            misses += report.misses
+    finally:
+        gate.intent = fitted
+    return Report({e: dict(row) for e, row in matrix.items()}, misses)
 
 
 def format_report(report: Report, title: str = "") -> str:
