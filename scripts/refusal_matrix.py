@@ -7,8 +7,9 @@ The gate is the production one (`policydesk.refusal.gate_for`): identifier detec
 configured plan formats, the intent classifier fitted on the train split, and the topic gate
 derived from the corpus in NAME (default `policydesk_refusal_eval`, created on the configured
 server and loaded with the demo corpus on first use; re-ingest is a no-op when unchanged).
-Report figures from the held-out splits only: `--split test_v2` (current), `--split test`
-(already seen; secondary). docs/refusal.md. Exit 0.
+The held-out split is test_v3 (`--split tests/data/refusal/test_v3.yaml`, measured once after the
+ref15 changes); `--split test_v2` and `--split test` have been seen (secondary figures), `train` is
+fitted on (use scripts/refusal_cv.py for out-of-fold figures). docs/refusal.md. Exit 0.
 """
 
 from __future__ import annotations
