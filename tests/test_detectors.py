@@ -279,3 +279,10 @@ def test_other_payer_names_are_a_setting():
     # A plan that is itself on the default list removes its name; nothing else changes.
     assert is_out_of_scope("Does Cigna cover acupuncture?", other_payers=["Cigna"])
     assert not is_out_of_scope("Does Cigna cover acupuncture?", other_payers=[])
+
+
+def test_indirect_and_yes_no_rule_questions_ask_for_information():
+    # Issue 15, ref15 batch 4: both were refused as claim actions by the classifier.
+    assert asks_for_information("the office is asking whether we'd cover a second hearing aid")
+    assert asks_for_information("she got a bill after we paid. is balance billing allowed in network?")
+    assert not asks_for_information("Is it ok to just pay it this time?")

@@ -28,7 +28,7 @@ _I = re.IGNORECASE
 
 _ACT_VERB = (
     r"(?:approve|deny|pay|price|re-?price|adjudicate|re-?adjudicate|override|overturn|"
-    r"reprocess|re-?process|reverse|void|mark)"
+    r"reprocess|re-?process|reverse|void|mark|fix|correct)"
 )
 # A request addressed to PolicyDesk: start of a clause, "please", "can you", ...
 _REQUEST = (
@@ -82,7 +82,7 @@ _ANY_DEFINITE = (
 )
 _DECISION = (
     r"(?:approved|denied|paid|priced|re-?priced|adjudicated|overturned|overridden|"
-    r"reprocessed|reversed|voided|payable)"
+    r"reprocessed|reversed|voided|payable|upheld)"
 )
 # What a staff member wants done to a case, as a participle ("I need the denial reversed", "I want
 # the refund sent", "the overpayment written off").

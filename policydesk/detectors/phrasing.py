@@ -136,6 +136,8 @@ _INFO_REQUEST = re.compile(
     r"(?:want|wants|wanted|need|needs|like|trying)\s+to\s+(?:know|understand|find\s+out|check|figure\s+out)|"
     r"help\s+(?:me\s+)?understand(?:ing)?|wondering|what\s+(?:do|should|can)\s+i\s+(?:say|tell)|"
     r"how\s+do\s+i\s+(?:explain|tell|say|answer|respond|handle)|figure\s+out|"
+    # an indirect question: "the provider is asking whether we'll pay for ..."
+    r"(?:ask|asks|asked|asking|wondering|wonders|want\s+to\s+know|wants\s+to\s+know)\s+(?:whether|if|how|what|when|why|which)|"
     r"what(?:'s|\s+is)\s+the\s+(?:process|procedure|rule|policy|timeline|deadline|script))\b", _I)
 # where the last clause starts: a sentence end, a dash, or a comma before a question ("my caller wants his
 # claim paid today, what's the normal turnaround?")
@@ -147,6 +149,8 @@ _RULE_QUESTION_FIRST = re.compile(
     r"|is\s+there(?!\s+(?:any|a)\s+(?:way|chance))|are\s+there|is\s+it\s+true|is\s+that\s+(?:true|right|correct|normal)"
     r"|am\s+i\b|are\s+(?:we|reps|staff)\s+(?:even\s+)?(?:allowed|able|supposed|required|permitted)"
     r"|(?:do|does|did)\s+(?!you\b|u\b|me\b)"
+    # "is balance billing allowed ...?", "are hearing aids covered ...?" (not "is it ok to", "is there any way")
+    r"|(?:is|are|was|were)\s+(?!it\b|there\s+(?:any|a)\s+(?:way|chance)|you\b|u\b)"
     r"|(?:can|may)\s+i\s+(?:even\s+|still\s+)?(?:talk|tell|say|explain|share|discuss|give)"
     r"|(?:can|could|would|will|does|do)\s+(?:a|an|any)\s"
     # a third party's rule: "can DME cover that after the fact?", "will the plan pay for ...?"
