@@ -115,6 +115,7 @@ _COMMON_TYPOS = re.compile(r"\bteh\b", _I)
 
 
 def normalize_typos(question: str) -> str:
+    """The question with misspelled long action verbs replaced by the verb (for the rules only)."""
     question = _COMMON_TYPOS.sub("the", question)
 
     def fix(m: re.Match) -> str:
@@ -137,16 +138,18 @@ _INFO_REQUEST = re.compile(
     r"help\s+(?:me\s+)?understand(?:ing)?|wondering|what\s+(?:do|should|can)\s+i\s+(?:say|tell)|"
     r"how\s+do\s+i\s+(?:explain|tell|say|answer|respond|handle)|figure\s+out|"
     # an indirect question: "the provider is asking whether we'll pay for ..."
-    r"(?:ask|asks|asked|asking|wondering|wonders|want\s+to\s+know|wants\s+to\s+know)\s+(?:whether|if|how|what|when|why|which)|"
+    r"(?:ask|asks|asked|asking|wondering|wonders|want\s+to\s+know|wants\s+to\s+know)\s+"
+    r"(?:whether|if|how|what|when|why|which)|"
     r"what(?:'s|\s+is)\s+the\s+(?:process|procedure|rule|policy|timeline|deadline|script))\b", _I)
 # where the last clause starts: a sentence end, a dash, or a comma before a question ("my caller wants his
 # claim paid today, what's the normal turnaround?")
 _CLAUSE_BREAK = re.compile(
-    r"[.?!;:]\s+|\s[-–—]\s|,\s+(?=(?:so\s+)?(?:how|what|what's|whats|when|where|which|who|why|is\s+there|are\s+there|"
-    r"is\s+that|is\s+it\s+true|do|does|did|can|could)\b)", _I)
+    r"[.?!;:]\s+|\s[-–—]\s|,\s+(?=(?:so\s+)?(?:how|what|what's|whats|when|where|which|who|why|is\s+there|"
+    r"are\s+there|is\s+that|is\s+it\s+true|do|does|did|can|could)\b)", _I)
 _RULE_QUESTION_FIRST = re.compile(
     r"^\W*(?:(?:so|ok(?:ay)?|and|but|also|then)[\s,]+)*(?:how|what|what's|whats|when|where|which|who|whose|why"
-    r"|is\s+there(?!\s+(?:any|a)\s+(?:way|chance))|are\s+there|is\s+it\s+true|is\s+that\s+(?:true|right|correct|normal)"
+    r"|is\s+there(?!\s+(?:any|a)\s+(?:way|chance))|are\s+there|is\s+it\s+true"
+    r"|is\s+that\s+(?:true|right|correct|normal)"
     r"|am\s+i\b|are\s+(?:we|reps|staff)\s+(?:even\s+)?(?:allowed|able|supposed|required|permitted)"
     r"|(?:do|does|did)\s+(?!you\b|u\b|me\b)"
     # "is balance billing allowed ...?", "are hearing aids covered ...?" (not "is it ok to", "is there any way")
@@ -158,7 +161,8 @@ _RULE_QUESTION_FIRST = re.compile(
     r"(?:cover|pay|reimburse|allow|accept|require|need)\b)", _I)
 # "can we accept a claim received on day 95 if ...": whether an action is allowed on some case, not
 # this one (no possessive, demonstrative or deadline)
-_MAY_WE_GENERIC = re.compile(r"^\W*(?:can|could|may|should)\s+(?:we|i|reps?|staff)\s+(?:[\w-]+\s+){1,2}?(?:a|an|any)\s", _I)
+_MAY_WE_GENERIC = re.compile(
+    r"^\W*(?:can|could|may|should)\s+(?:we|i|reps?|staff)\s+(?:[\w-]+\s+){1,2}?(?:a|an|any)\s", _I)
 
 
 def _last_clause(question: str) -> str:
@@ -168,6 +172,7 @@ def _last_clause(question: str) -> str:
 
 
 def asks_for_information(question: str) -> bool:
+    """The question asks to be told something about the rule, whatever verbs it uses."""
     if opens_with_wh(question) or _INFO_REQUEST.search(question):
         return True
     last = _last_clause(question)
