@@ -37,6 +37,7 @@ import yaml
 from policydesk.detectors import is_claim_action, is_out_of_scope
 from policydesk.detectors.claims import mentions_action
 from policydesk.detectors.phrasing import asks_for_information
+from policydesk.detectors.scope import asks_about_this_plan, has_plan_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,10 @@ CLASSES: tuple[str, ...] = ("pass", "claim_action", "out_of_scope")
 # Chosen on validation and out-of-fold on train (scripts/refusal_cv.py; docs/refusal.md).
 CLAIM_THRESHOLD = 0.5
 SCOPE_THRESHOLD = 0.5
+# A learned out-of-scope guess on a question with health-plan vocabulary ("what's the out-of-pocket max",
+# "copay for acupuncture") needs this much: the embedding alone calls short benefit questions the corpus
+# does not answer out of scope. Chosen out-of-fold on train and on validation (docs/refusal.md).
+PLAN_VOCABULARY_SCOPE_THRESHOLD = 0.9
 REGULARIZATION_C = 16.0
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -80,6 +85,15 @@ def load_training_cases(path: Path = TRAIN_FILE) -> list[tuple[str, str]]:
             if c["expected"] in CLASSES and c.get("gate") != "topic"]
 
 
+def fitted_cases(cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The labelled cases the model is fitted on. Out-of-scope questions a rule refuses in spite of
+    their plan vocabulary (another payer's rules, clinical and legal advice) are left out: the rules
+    decide them, and "does <payer> cover X?" taught the model that "does the plan cover X?" is out
+    of scope."""
+    return [(q, label) for q, label in cases
+            if label != "out_of_scope" or not (is_out_of_scope(q) and has_plan_vocabulary(q))]
+
+
 @dataclass(frozen=True)
 class IntentVerdict:
     label: str  # pass | claim_action | out_of_scope
@@ -94,8 +108,10 @@ class IntentClassifier:
     def __init__(self, embed: Embed | None = None, *, train_file: Path = TRAIN_FILE,
                  cases: Sequence[tuple[str, str]] | None = None,
                  claim_threshold: float = CLAIM_THRESHOLD, scope_threshold: float = SCOPE_THRESHOLD,
-                 regularization: float = REGULARIZATION_C) -> None:
+                 regularization: float = REGULARIZATION_C,
+                 plan_vocabulary_scope_threshold: float = PLAN_VOCABULARY_SCOPE_THRESHOLD) -> None:
         self._embed = embed or local_embed
+        self.plan_vocabulary_scope_threshold = plan_vocabulary_scope_threshold
         self.regularization = regularization
         self.train_file = train_file
         self.cases = cases  # (question, label) pairs instead of the file: cross-validation folds
@@ -109,7 +125,7 @@ class IntentClassifier:
 
         with self._lock:
             if self._model is None:
-                cases = list(self.cases) if self.cases is not None else load_training_cases(self.train_file)
+                cases = fitted_cases(self.cases if self.cases is not None else load_training_cases(self.train_file))
                 questions = [q for q, _ in cases]
                 X = self._embed(questions)
                 y = np.array([CLASSES.index(label) for _, label in cases])
@@ -133,7 +149,10 @@ class IntentClassifier:
         if (probs.get("claim_action", 0.0) >= self.claim_threshold and mentions_action(question)
                 and not asks_for_information(question)):
             return IntentVerdict("claim_action", probs, False, vec)
-        if probs.get("out_of_scope", 0.0) >= self.scope_threshold:
+        scope_threshold = self.scope_threshold
+        if asks_about_this_plan(question):
+            scope_threshold = max(scope_threshold, self.plan_vocabulary_scope_threshold)
+        if probs.get("out_of_scope", 0.0) >= scope_threshold:
             return IntentVerdict("out_of_scope", probs, False, vec)
         return IntentVerdict("pass", probs, False, vec)
 

@@ -286,3 +286,35 @@ def test_indirect_and_yes_no_rule_questions_ask_for_information():
     assert asks_for_information("the office is asking whether we'd cover a second hearing aid")
     assert asks_for_information("she got a bill after we paid. is balance billing allowed in network?")
     assert not asks_for_information("Is it ok to just pay it this time?")
+
+
+def test_classifier_is_not_fitted_on_out_of_scope_cases_the_rules_decide():
+    from policydesk.intent import fitted_cases
+
+    cases = [("Does Aetna cover acupuncture?", "out_of_scope"), ("who won the game last night", "out_of_scope"),
+             ("Does the plan cover acupuncture?", "pass"), ("Approve the claim.", "claim_action")]
+    assert fitted_cases(cases) == cases[1:]
+
+
+def test_learned_out_of_scope_guess_needs_more_on_a_benefit_question():
+    # 3-d vectors (a test seam, no model): the benefit question sits exactly on the out-of-scope example.
+    import numpy as np
+
+    from policydesk.intent import IntentClassifier
+
+    vectors = {"what's the forecast for saturday": [1, 0, 0], "how do appeals work": [0, 1, 0],
+               "release the payment": [0, 0, 1], "what's the deductible for acupuncture": [1, 0, 0],
+               "what's the forecast for acupuncture": [1, 0, 0]}
+    cases = [("what's the forecast for saturday", "out_of_scope"), ("how do appeals work", "pass"),
+             ("release the payment", "claim_action")]
+
+    def embed(texts):
+        return np.array([vectors[t] for t in texts], dtype=float)
+
+    def label(question, plan_threshold):
+        clf = IntentClassifier(embed, cases=cases, plan_vocabulary_scope_threshold=plan_threshold)
+        return clf.classify(question).label
+
+    assert label("what's the deductible for acupuncture", 0.5) == "out_of_scope"
+    assert label("what's the deductible for acupuncture", 1.01) == "pass"
+    assert label("what's the forecast for acupuncture", 1.01) == "out_of_scope"

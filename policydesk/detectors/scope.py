@@ -145,6 +145,31 @@ def has_plan_vocabulary(question: str) -> bool:
     return bool(_DOMAIN.search(question))
 
 
+# This plan's coverage or rules asked about: "does the plan cover ...", "our plans", "we'll cover", "is X covered".
+_THIS_PLAN = re.compile(
+    r"\b(?:the|our|this|your)\s+plan(?:'s|s)?\b|\bour\s+(?:members?|polic(?:y|ies)|network|formulary|benefits?)\b"
+    r"|\bwe(?:'ll|\s+will|\s+would|'d)?\s+(?:cover|pay|reimburse|allow|require|approve)\b"
+    r"|\bcover(?:s|ed|age)?\b(?!\s+letters?)", _I)
+
+
+# The benefit and claim words of the plan vocabulary, without the office ones ("letter", "notice",
+# "supervisor", "network" as in "guest network") that workplace questions use too.
+_BENEFIT = re.compile(
+    r"\b(?:plans?|polic(?:y|ies)|claims?|members?|providers?|benefits?|cover(?:ed|age|s)?|appeals?|"
+    r"authori[sz]ations?|auth|pre-?auth|pre-?cert\w*|referrals?|copays?|co-?pays?|coinsurance|deductibles?|"
+    r"out-of-pocket|premiums?|(?:in|out-of)-?network|formular(?:y|ies)|pharmacy|prescriptions?|eligib\w*|"
+    r"enroll\w*|timely\s+filing|filing\s+limits?|denials?|denied|grievances?|eob|explanation\s+of\s+benefits|"
+    r"cob|subscribers?|dependents?|medicare|medicaid|cpt|hcpcs|icd-?10|modifiers?|billing|billed|reimburs\w*|"
+    r"adjudicat\w*|pcp|specialists?|telehealth|dme|utilization|exclusions?|waiting\s+period|cobra|hsa|fsa|hra|"
+    r"date\s+of\s+service|prior\s+auth\w*|visits?)\b(?!\s+letters?)", _I)
+
+
+def asks_about_this_plan(question: str) -> bool:
+    """Framed as this plan's coverage, benefits or rules ("does the plan cover ...", "what's the
+    out-of-pocket max", "copay for acupuncture"): a learned out-of-scope guess needs more."""
+    return bool(_THIS_PLAN.search(question) or _BENEFIT.search(question))
+
+
 def is_out_of_scope(question: str, other_payers: Sequence[str] | None = None) -> bool:
     """Clinical advice, another payer's rules, shopping for insurance, or off-topic words and no
     health-plan vocabulary at all."""
