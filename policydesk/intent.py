@@ -12,10 +12,15 @@ local MiniLM sentence embeddings, fitted on the labelled train split only
 - model: multinomial logistic regression (scikit-learn, lbfgs: deterministic), classes
   pass / claim_action / out_of_scope. Identifier cases are left out of training (their
   identifier decides them) and so are topic-gated cases (out of scope for one role only);
+- training data: the train split minus out-of-scope cases a rule refuses in spite of their plan
+  vocabulary (`fitted_cases`: other payers' rules, clinical advice), which the rules decide;
 - decision: a rule hit, or a class probability at or above its threshold. A learned claim action
   also needs an action verb and must not be a request for information (`asks_for_information`:
-  a wh-question, "please explain", a last sentence asking about the rule). Thresholds were chosen
-  on the validation split and out-of-fold on train (scripts/refusal_cv.py), never on a test split.
+  a wh-question, "please explain", a last clause asking about the rule). A learned out-of-scope
+  guess on a question framed as this plan's benefits or rules (`asks_about_this_plan`: "copay",
+  "out-of-pocket", "does the plan cover") needs 0.9, not 0.5: the embedding alone refused short
+  benefit questions the corpus does not answer. Thresholds were chosen on the validation split and
+  out-of-fold on train (scripts/refusal_cv.py), never on a test split.
 
 Fitting takes about a second (one batched embedding call over a few hundred questions), once per
 process. The embedding always comes from the local model, whatever provider answers: the question
