@@ -64,6 +64,28 @@ def test_test_v2_split_is_frozen_and_held_out():
     assert not [c["question"] for c in v2 if c["question"].strip().lower() in seen]
 
 
+def test_test_v3_split_is_frozen_and_held_out():
+    # Held-out split written without sight of the gate, its data or the earlier splits (issue 15);
+    # sha256 recorded in the commit that created it. Never edit the file; nothing in it may appear
+    # in another split (one train case that repeated it was removed from train, not from here).
+    import hashlib
+
+    assert hashlib.sha256(SPLITS["test_v3"].read_bytes()).hexdigest() == (
+        "0ee49d72acd2756fd70182524c512453336f45413fb73cd130acd76731d1ea1b")
+    v3 = load_cases("test_v3")
+    counts = Counter(c["expected"] for c in v3)
+    assert counts == {"pass": 60, "claim_action": 40, "member_identifier": 30, "out_of_scope": 30}
+    questions = {c["question"].strip().lower() for c in v3}
+    tuned_on = {c["question"].strip().lower() for split in ("train", "validation", "regression")
+                for c in load_cases(split)}
+    assert not questions & tuned_on
+    # Two out-of-scope questions came out word for word as in test_v2, written independently;
+    # found when this pin was added, after the one measurement (docs/refusal.md). No more.
+    earlier = {c["question"].strip().lower() for split in ("test", "test_v2") for c in load_cases(split)}
+    assert questions & earlier == {"what time does the cafeteria close today",
+                                   "how many calls per rep does the quality team audit each month?"}
+
+
 @pytest.mark.parametrize("case", REGRESSION, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(REGRESSION)])
 def test_regression_case(case, gate):
     refusal = gate.screen(case["question"], clearance_for(case["role"])).refusal

@@ -25,6 +25,9 @@ SPLITS: dict[str, Path] = {
     "test": REPO / "tests" / "data" / "refusal" / "test.yaml",
     # Held-out v2: written after `test` had been looked at, before the changes it measures.
     "test_v2": REPO / "tests" / "data" / "refusal" / "test_v2.yaml",
+    # Held-out v3: written by someone who had seen neither the gate nor the other splits, frozen
+    # before the changes it measures (sha256 in its commit); the current figures (docs/refusal.md).
+    "test_v3": REPO / "tests" / "data" / "refusal" / "test_v3.yaml",
     "regression": REPO / "tests" / "data" / "refusal_cases.yaml",
 }
 LABELS = ("pass", "member_identifier", "claim_action", "out_of_scope")
