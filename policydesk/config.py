@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     # pgvector 0.8 iterative index scans: a filtered HNSW top-k keeps scanning until k rows pass.
     HNSW_EF_SEARCH: int = 100
     HNSW_MAX_SCAN_TUPLES: int = 40000
+    # relaxed_order | strict_order | off (pgvector's hnsw.iterative_scan), set with the two above.
+    HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
     MAX_QUESTION_CHARS: int = 1000
     # The plan's own member, subscriber and claim number formats (regular expressions, matched
     # case-insensitively as whole tokens). The refusal gate, the redaction layer, the ingester and

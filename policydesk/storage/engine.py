@@ -108,7 +108,8 @@ def open_database(settings, database: str | None = None) -> Database:
     app_async = create_async_engine(app, poolclass=NullPool)
     for engine in (app_engine, app_async.sync_engine):
         install_scope_hook(
-            engine, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES
+            engine, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES,
+            iterative_scan=settings.HNSW_ITERATIVE_SCAN,
         )
     return Database(owner, app, owner_engine, app_engine, app_async)
 

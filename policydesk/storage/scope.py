@@ -90,7 +90,8 @@ def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | Non
     return session
 
 
-def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int) -> None:
+def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int,
+                       iterative_scan: str = "relaxed_order") -> None:
     """Bind the active scope and the filtered-ANN settings to each transaction on `engine`."""
 
     @event.listens_for(engine, "begin")
@@ -98,9 +99,9 @@ def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int) 
         scope = _current.get()
         # Iterative scans (pgvector >= 0.8) keep walking the HNSW graph until LIMIT rows pass
         # the WHERE clause, so a filtered top-k is not cut short by rows the caller can't see.
-        params = {"ef": str(ef_search), "mst": str(max_scan_tuples)}
+        params = {"ef": str(ef_search), "mst": str(max_scan_tuples), "scan": iterative_scan}
         sql = (
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "SELECT set_config('hnsw.iterative_scan', %(scan)s, true), "
             "set_config('hnsw.ef_search', %(ef)s, true), "
             "set_config('hnsw.max_scan_tuples', %(mst)s, true)"
         )
