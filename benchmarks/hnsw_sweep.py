@@ -1,22 +1,34 @@
-"""Filtered dense recall@10 against an exact scan, for HNSW build parameters x ef_search.
+"""Filtered dense recall@10 against an exact scan, for HNSW build parameters x search settings.
 
-On a database kept by `policydesk bench --scale N --keep`, for each (m, ef_construction) the HNSW
-index on data_chunks is rebuilt (build time and size recorded), then for each ef_search the
-production dense arm (`PermissionScopedRetriever` on the application login, under RLS, with the
-scope hook's `hnsw.ef_search`) runs the golden questions for every filter of the bench
-(policydesk/bench/scale.py CASES); recall@10 is against the same predicate with index scans off.
-The plan each filter took (HNSW or an exact scan) is recorded: a high ef_search raises the HNSW
-path's cost estimate until the planner prefers an exact scan. The index is left as migration
-head defines it. Prints one JSON object and saves it under
-benchmarks/results/.
+On a database kept by `policydesk bench --scale N --keep` (either filler), for each
+(m, ef_construction), `--builds` times: the HNSW index on data_chunks is rebuilt (build time and
+size recorded), then for each search setting (ef_search x hnsw.iterative_scan x
+hnsw.max_scan_tuples) the production dense arm (`PermissionScopedRetriever` on the application
+login, under RLS, with the scope hook installing that setting, as POLICYDESK_HNSW_* would) runs
+every query for every filter of the bench (policydesk/bench/scale.py `bench_cases`: the
+selectivity cases and each role's filter, with and without a product). Recall@10 is against an
+exact scan of the same predicate (owner login, index scans off), by id and by distance
+(`scale.recall_at_k`: ties count). The plan each filter took (HNSW or an exact scan) is
+recorded: a high ef_search raises the HNSW path's cost estimate until the planner prefers an
+exact scan. Latency: p50/p95 of the arm, and of the same statement with index scans off (the
+exact path, through the same arm, timed right after each build in the same process), with the
+load average.
+
+Queries: the golden questions (demo topics) and questions templated on the filler's topics
+(`policy_text.questions`), reported apart and together.
+
+The index is rebuilt as it was found at the end (unless --leave-index). Prints one line per
+setting and saves one JSON object under benchmarks/results/.
 
     POLICYDESK_DATA_DIR=/tmp/pdbench/data .venv/bin/python benchmarks/hnsw_sweep.py DBNAME \
-        --configs 16:64,16:200,32:200 --ef 40,100,200,400 --queries 30
+        --configs 16:64,32:400 --builds 2 --ef 40,100,200 --iterative relaxed_order,strict_order \
+        --max-scan-tuples 20000,40000 --queries 100 --filler-queries 50
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import time
@@ -25,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 from llama_index.core.schema import QueryBundle
-from sqlalchemy import text
+from sqlalchemy import event, text
 
-from policydesk.bench import stages
-from policydesk.bench.scale import CASES, _Capture, _exact, _explain, _matching
+from policydesk.bench import policy_text, stages
+from policydesk.bench.scale import _Capture, _exact, _explain, _matching, bench_cases, recall_at_k
 from policydesk.config import get_settings
 from policydesk.providers import offline_embedding
 from policydesk.retrievers import chunk_vector_store
@@ -42,80 +54,147 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 def _rebuild(db, m: int, efc: int) -> dict:
     t0 = time.perf_counter()
     with db.owner.begin() as conn:
-        conn.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
+        conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
         conn.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
         conn.execute(text(f"CREATE INDEX {INDEX} ON data_chunks USING hnsw (embedding vector_cosine_ops) "
                           f"WITH (m = {int(m)}, ef_construction = {int(efc)})"))
     build = time.perf_counter() - t0
     with db.owner.connect() as conn:
         size = conn.execute(text(f"SELECT pg_relation_size('{INDEX}')")).scalar_one()
-    return {"build_s": round(build, 2), "index_mb": round(size / 2**20, 1)}
+    return {"build_s": round(build, 1), "index_mb": round(size / 2**20, 1), "loadavg": os.getloadavg()}
+
+
+def _summary(values: list[float]) -> dict:
+    a = np.array(values)
+    return {"mean": round(float(a.mean()), 3), "min": round(float(a.min()), 2), "zeros": int((a == 0).sum())}
+
+
+def _run_case(db, embed, case, queries, embs, exact, k: int, cap: _Capture) -> dict:
+    arm = PermissionScopedRetriever(chunk_vector_store(db), embed,
+                                    ArmConfig(clearance=case.clearance, top_k=k, mode="dense"))
+    by_id, by_dist, lat = [], [], []
+    for q, e, want in zip(queries, embs, exact):
+        t0 = time.perf_counter()
+        nodes = arm.retrieve(QueryBundle(q, embedding=e))
+        lat.append((time.perf_counter() - t0) * 1000)
+        r_id, r_dist = recall_at_k([(n.node.node_id, 1 - n.score) for n in nodes], want)
+        by_id.append(r_id)
+        by_dist.append(r_dist)
+    plan = _explain(db, case.clearance, cap.statement, cap.params)
+    return {"plan": "hnsw" if INDEX in plan else "exact", "by_id": by_id, "by_distance": by_dist,
+            "p50_ms": round(float(np.percentile(lat, 50)), 2), "p95_ms": round(float(np.percentile(lat, 95)), 2)}
+
+
+def _exact_path_db(settings, database: str):
+    """The same engines with index scans off in every transaction (bitmap scans on the
+    access-level index stay allowed): the arm then takes the planner's exact path, so its latency
+    is the exact path's with the same Python around it."""
+    db = open_database(settings, database)
+    event.listen(db.app, "begin", lambda conn: conn.exec_driver_sql("SET LOCAL enable_indexscan = off"))
+    return db
+
+
+def _exact_path_ms(db, embed, case, queries, embs, exact, k: int, cap: _Capture) -> dict:
+    r = _run_case(db, embed, case, queries, embs, exact, k, cap)
+    return {"p50_ms": r["p50_ms"], "p95_ms": r["p95_ms"], "plan": r["plan"],
+            "recall_by_distance_min": min(r["by_distance"])}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("database")
-    ap.add_argument("--configs", default="16:64,16:200,32:200")
-    ap.add_argument("--ef", default="40,100,200,400")
-    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--configs", default="32:400", help="m:ef_construction,...")
+    ap.add_argument("--builds", type=int, default=2, help="index builds per configuration (builds are random)")
+    ap.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values")
+    ap.add_argument("--iterative", default="relaxed_order", help="hnsw.iterative_scan modes")
+    ap.add_argument("--max-scan-tuples", default="40000", help="hnsw.max_scan_tuples values")
+    ap.add_argument("--queries", type=int, default=100, help="golden questions (first N)")
+    ap.add_argument("--filler-queries", type=int, default=50, help="questions templated on the filler's topics")
+    ap.add_argument("--exact-timing-queries", type=int, default=20)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--leave-index", action="store_true", help="leave the last build in place")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
     args = ap.parse_args(argv)
 
     settings = get_settings()
     embed = offline_embedding(settings.EMBED_BATCH_SIZE, 1)
-    questions, _ = stages.load_questions(args.queries)
-    qtexts = [q.text for q in questions]
-    embs = [embed.get_query_embedding(q) for q in qtexts]
-    dbs = {ef: open_database(settings.model_copy(update={"HNSW_EF_SEARCH": ef}), args.database)
-           for ef in (int(x) for x in args.ef.split(","))}
-    owner_db = next(iter(dbs.values()))
-    with owner_db.owner.connect() as conn:
+    golden, _ = stages.load_questions(args.queries)
+    queries = [q.text for q in golden] + policy_text.questions(args.filler_queries)
+    kinds = ["golden"] * len(golden) + ["filler_topic"] * args.filler_queries
+    embs = [embed.get_query_embedding(q) for q in queries]
+    grid = [(int(ef), mode, int(mst)) for ef, mode, mst in itertools.product(
+        args.ef.split(","), args.iterative.split(","), args.max_scan_tuples.split(","))]
+
+    base = open_database(settings, args.database)
+    cases = bench_cases(base)
+    with base.owner.connect() as conn:
         original = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"), {"i": INDEX}).scalar_one()
         total = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
-    exact = {c.name: [{n for n, _ in _exact(owner_db, c, list(e), args.k)} for e in embs] for c in CASES}
-    matching = {c.name: _matching(owner_db, c) for c in CASES}
-    out = {"database": args.database, "rows": total, "queries": len(qtexts), "k": args.k,
-           "loadavg_start": os.getloadavg(), "configs": []}
+        filler_kind = conn.execute(text(
+            "SELECT CASE WHEN count(*) FILTER (WHERE metadata_->>'title' LIKE 'Synthetic %') > 0 THEN 'noisy' "
+            "WHEN count(*) > 0 THEN 'realistic' END FROM data_chunks WHERE node_id LIKE 'SYN-%'")).scalar()
+    t0 = time.perf_counter()
+    exact = {c.name: [_exact(base, c, list(e), args.k) for e in embs] for c in cases}
+    exact_s = time.perf_counter() - t0
+    matching = {c.name: _matching(base, c) for c in cases}
+    out = {"database": args.database, "rows": total, "filler_mode": filler_kind, "queries": len(queries),
+           "golden_queries": len(golden), "filler_queries": args.filler_queries, "k": args.k,
+           "original_index": original, "exact_reference_s": round(exact_s, 1),
+           "cases": {c.name: {"matching": matching[c.name], "fraction": round(matching[c.name] / total, 3),
+                              "levels": c.levels, "sensitive": c.sensitive, "product": c.product} for c in cases},
+           "loadavg_start": os.getloadavg(), "builds": []}
+    print(json.dumps({"rows": total, "filler": filler_kind, "queries": len(queries), "exact_reference_s": round(exact_s, 1)}),
+          flush=True)
     try:
         for spec in args.configs.split(","):
             m, efc = (int(x) for x in spec.split(":"))
-            entry = {"m": m, "ef_construction": efc, **_rebuild(owner_db, m, efc), "by_ef_search": {}}
-            for ef, db in dbs.items():
-                store = chunk_vector_store(db)
-                cap = _Capture(db.app)
-                cases = {}
-                for case in CASES:
-                    arm = PermissionScopedRetriever(store, embed, ArmConfig(clearance=case.clearance, top_k=args.k,
-                                                                            mode="dense"))
-                    recalls, lat = [], []
-                    for q, e, want in zip(qtexts, embs, exact[case.name]):
-                        t0 = time.perf_counter()
-                        got = {n.node.node_id for n in arm.retrieve(QueryBundle(q, embedding=e))}
-                        lat.append((time.perf_counter() - t0) * 1000)
-                        recalls.append(len(got & want) / max(1, len(want)))
-                    plan = _explain(db, case.clearance, cap.statement, cap.params)
-                    cases[case.name] = {"fraction": round(matching[case.name] / total, 3),
-                                        "plan": "hnsw" if INDEX in plan else "exact",
-                                        "recall_mean": round(float(np.mean(recalls)), 3),
-                                        "recall_min": round(float(np.min(recalls)), 2),
-                                        "p50_ms": round(float(np.percentile(lat, 50)), 2),
-                                        "p95_ms": round(float(np.percentile(lat, 95)), 2)}
-                entry["by_ef_search"][ef] = cases
-                print(json.dumps({"m": m, "ef_construction": efc, "ef_search": ef, "build_s": entry["build_s"],
-                                  **{k: (v["recall_mean"], v["recall_min"], v["p50_ms"], v["plan"])
-                                     for k, v in cases.items()}}),
-                      flush=True)
-            out["configs"].append(entry)
+            for build in range(1, args.builds + 1):
+                entry = {"m": m, "ef_construction": efc, "build": build, **_rebuild(base, m, efc), "settings": []}
+                print(json.dumps({k: entry[k] for k in ("m", "ef_construction", "build", "build_s", "index_mb",
+                                                          "loadavg")}), flush=True)
+                exact_db = _exact_path_db(settings, args.database)
+                exact_cap = _Capture(exact_db.app)
+                n = args.exact_timing_queries
+                exact_ms = {c.name: _exact_path_ms(exact_db, embed, c, queries[:n], embs[:n], exact[c.name][:n],
+                                                   args.k, exact_cap) for c in cases}
+                exact_db.dispose()
+                for ef, mode, mst in grid:
+                    db = open_database(settings.model_copy(update={
+                        "HNSW_EF_SEARCH": ef, "HNSW_ITERATIVE_SCAN": mode, "HNSW_MAX_SCAN_TUPLES": mst}), args.database)
+                    cap = _Capture(db.app)
+                    row = {"ef_search": ef, "iterative_scan": mode, "max_scan_tuples": mst,
+                           "loadavg": os.getloadavg(), "cases": {}}
+                    for case in cases:
+                        r = _run_case(db, embed, case, queries, embs, exact[case.name], args.k, cap)
+                        by_kind = {kind: _summary([x for x, kd in zip(r["by_distance"], kinds) if kd == kind])
+                                   for kind in dict.fromkeys(kinds)}
+                        worst = sorted(range(len(queries)), key=lambda i: r["by_distance"][i])[:3]
+                        row["cases"][case.name] = {
+                            "plan": r["plan"], "recall_by_id": _summary(r["by_id"]),
+                            "recall_by_distance": _summary(r["by_distance"]), "by_query_kind": by_kind,
+                            "worst": [(queries[i], round(r["by_distance"][i], 2)) for i in worst],
+                            "p50_ms": r["p50_ms"], "p95_ms": r["p95_ms"],
+                            "exact_path_ms": exact_ms[case.name],
+                            "p50_vs_exact_path": round(r["p50_ms"] / exact_ms[case.name]["p50_ms"], 3)}
+                    db.dispose()
+                    entry["settings"].append(row)
+                    print(json.dumps({"m": m, "efc": efc, "build": build, "ef": ef, "scan": mode, "mst": mst,
+                                      **{name: (c["recall_by_distance"]["mean"], c["recall_by_distance"]["min"],
+                                                c["p50_ms"], c["plan"]) for name, c in row["cases"].items()}}),
+                          flush=True)
+                out["builds"].append(entry)
     finally:
-        with owner_db.owner.begin() as conn:
-            conn.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
-            conn.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
-            conn.execute(text(original))
-        for db in dbs.values():
-            db.dispose()
+        if not args.leave_index:
+            t1 = time.perf_counter()
+            with base.owner.begin() as conn:
+                conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
+                conn.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
+                conn.execute(text(original))
+            print(f"index restored ({original}) in {time.perf_counter() - t1:.0f}s", flush=True)
+        base.dispose()
     out["loadavg_end"] = os.getloadavg()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"hnsw_sweep_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.json"
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"hnsw_sweep_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}_{filler_kind}.json"
     path.write_text(json.dumps(out, indent=2))
     print(f"saved {path}")
     return 0

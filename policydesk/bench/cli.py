@@ -38,6 +38,10 @@ def _versions(db) -> dict[str, str]:
             "machine": platform.platform()}
 
 
+def _progress(done: int, total: int) -> None:
+    typer.echo(f"filler embedding: {done}/{total}", err=True)
+
+
 def bench_command(
     scale: int = typer.Option(0, help="Synthetic filler chunks to add (e.g. 10000, 100000); 0 = demo corpus only."),
     queries: int = typer.Option(30, help="Golden questions to time (the first 50 are the original golden set, in its order)."),
@@ -45,6 +49,9 @@ def bench_command(
     keep: bool = typer.Option(False, help="Keep the benchmark database (it is dropped otherwise)."),
     torch_threads: int = typer.Option(0, help="torch.set_num_threads for the local embedder on the torch engine; "
                                       "0 = torch default."),
+    filler: str = typer.Option("noisy", help="Filler kind with --scale: 'noisy' (copies of demo chunks with noisy "
+                               "vectors) or 'realistic' (templated policy-like text embedded by the local model; "
+                               "vectors cached under the data dir, bench_filler/)."),
 ) -> None:
     """Per-stage p50/p95 of the ask path, and filtered top-k recall at scale."""
     # Imported here, not at the top: `policydesk` registers this command at start-up, and
@@ -61,7 +68,9 @@ def bench_command(
     name = f"policydesk_bench_{datetime.now(timezone.utc):%Y%m%d%H%M%S}"
     create_database(settings, name)
     db = open_migrated(settings, name)
-    out: dict = {"database": name, "scale": scale, "queries": queries, "repetitions": repetitions,
+    if filler not in ("noisy", "realistic"):
+        raise typer.BadParameter(f"--filler must be 'noisy' or 'realistic', not {filler!r}")
+    out: dict = {"database": name, "scale": scale, "filler_mode": filler if scale else None, "queries": queries, "repetitions": repetitions,
                  "loadavg_start": os.getloadavg()}
     try:
         out["env"] = _versions(db)
@@ -92,7 +101,8 @@ def bench_command(
         if scale:
             from policydesk.bench.scale import insert_filler
 
-            out["filler"] = insert_filler(db, scale)
+            out["filler"] = insert_filler(db, scale, filler=filler, embed_model=embed_model,
+                                          cache_dir=settings.DATA_DIR / "bench_filler", progress=_progress)
             typer.echo(f"filler: {json.dumps(out['filler'])}")
 
         questions, today = stages.load_questions(queries)
@@ -123,7 +133,8 @@ def bench_command(
             from policydesk.bench.scale import filtered_checks
 
             out["filtered"] = filtered_checks(db, embed_model, [q.text for q in questions],
-                                              REPO / "docs" / "explain", f"scale{scale}")
+                                              REPO / "docs" / "explain",
+                                              f"scale{scale}{'_realistic' if filler == 'realistic' else ''}")
             for r in out["filtered"]:
                 typer.echo(json.dumps(r))
     finally:
@@ -143,7 +154,7 @@ def bench_command(
                f"{out.get('embed_engine')}, {threads}")
     results = REPO / "benchmarks" / "results"
     results.mkdir(parents=True, exist_ok=True)
-    path = results / f"{name}_scale{scale}.json"
+    path = results / f"{name}_scale{scale}{'_realistic' if scale and filler == 'realistic' else ''}.json"
     path.write_text(json.dumps(out, indent=2, default=str))
     typer.echo(f"saved {path.relative_to(REPO)}")
 
