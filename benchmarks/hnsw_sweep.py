@@ -101,6 +101,12 @@ def _exact_path_ms(db, embed, case, queries, embs, exact, k: int, cap: _Capture)
 
 
 def main(argv=None) -> int:
+    run(get_settings(), argv)
+    return 0
+
+
+def run(settings, argv=None, embed_model=None) -> Path:
+    """The sweep on `settings`' server; returns the path of the saved JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("database")
     ap.add_argument("--configs", default="32:400", help="m:ef_construction,...")
@@ -116,8 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
     args = ap.parse_args(argv)
 
-    settings = get_settings()
-    embed = offline_embedding(settings.EMBED_BATCH_SIZE, 1)
+    embed = embed_model or offline_embedding(settings.EMBED_BATCH_SIZE, 1)
     golden, _ = stages.load_questions(args.queries)
     queries = [q.text for q in golden] + policy_text.questions(args.filler_queries)
     kinds = ["golden"] * len(golden) + ["filler_topic"] * args.filler_queries
@@ -197,7 +202,7 @@ def main(argv=None) -> int:
     path = args.out / f"hnsw_sweep_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}_{filler_kind}.json"
     path.write_text(json.dumps(out, indent=2))
     print(f"saved {path}")
-    return 0
+    return path
 
 
 if __name__ == "__main__":

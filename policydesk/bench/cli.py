@@ -54,6 +54,8 @@ def bench_command(
                                "vectors cached under the data dir, bench_filler/)."),
 ) -> None:
     """Per-stage p50/p95 of the ask path, and filtered top-k recall at scale."""
+    if filler not in ("noisy", "realistic"):
+        raise typer.BadParameter(f"--filler must be 'noisy' or 'realistic', not {filler!r}")
     # Imported here, not at the top: `policydesk` registers this command at start-up, and
     # `policydesk ask --server` must not pay for loading the retrieval stack.
     from policydesk.bench import stages
@@ -68,8 +70,6 @@ def bench_command(
     name = f"policydesk_bench_{datetime.now(timezone.utc):%Y%m%d%H%M%S}"
     create_database(settings, name)
     db = open_migrated(settings, name)
-    if filler not in ("noisy", "realistic"):
-        raise typer.BadParameter(f"--filler must be 'noisy' or 'realistic', not {filler!r}")
     out: dict = {"database": name, "scale": scale, "filler_mode": filler if scale else None, "queries": queries, "repetitions": repetitions,
                  "loadavg_start": os.getloadavg()}
     try:
