@@ -17,12 +17,14 @@ load average.
 Queries: the golden questions (demo topics) and questions templated on the filler's topics
 (`policy_text.questions`), reported apart and together.
 
-The index is rebuilt as it was found at the end (unless --leave-index). Prints one line per
-setting and saves one JSON object under benchmarks/results/.
+The exact reference takes minutes at 10^5 rows: --reference keeps it in a file and reuses it
+while the database, its row count and the queries are the same. The index is rebuilt as it was
+found at the end (unless --leave-index). Prints one line per setting and saves one JSON object
+under benchmarks/results/ (rewritten after every setting).
 
     POLICYDESK_DATA_DIR=/tmp/pdbench/data .venv/bin/python benchmarks/hnsw_sweep.py DBNAME \
         --configs 16:64,32:400 --builds 2 --ef 40,100,200 --iterative relaxed_order,strict_order \
-        --max-scan-tuples 20000,40000 --queries 100 --filler-queries 50
+        --max-scan-tuples 20000,40000 --reference /tmp/ref.json
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from sqlalchemy import event, text
 from policydesk.bench import policy_text, stages
 from policydesk.bench.scale import _Capture, _exact, _explain, _matching, bench_cases, recall_at_k
 from policydesk.config import get_settings
-from policydesk.providers import offline_embedding
+from policydesk.providers import local_embedding
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
 from policydesk.storage.engine import open_database
@@ -105,8 +107,40 @@ def main(argv=None) -> int:
     return 0
 
 
+def _reference(base, cases, queries, embs, k: int, path: Path | None) -> tuple[dict, float]:
+    """The exact top k of every query under every case's predicate; kept in `path` when given
+    (at 10^5 rows it takes minutes) and reused while the database, row count and queries match."""
+    with base.owner.connect() as conn:
+        key = {"database": base.owner_url.database, "k": k, "queries": queries,
+               "rows": conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()}
+    if path is not None and path.exists():
+        saved = json.loads(path.read_text())
+        if saved["key"] == key and set(saved["exact"]) >= {c.name for c in cases}:
+            return {n: [[tuple(x) for x in q] for q in v] for n, v in saved["exact"].items()}, 0.0
+    t0 = time.perf_counter()
+    exact = {c.name: [_exact(base, c, list(e), k) for e in embs] for c in cases}
+    seconds = time.perf_counter() - t0
+    if path is not None:
+        path.write_text(json.dumps({"key": key, "exact": exact}))
+    return exact, seconds
+
+
+def _dump(out: dict) -> str:
+    """One line per setting: the file stays readable and small."""
+    head = {k: v for k, v in out.items() if k != "builds"}
+    lines = [json.dumps(head, indent=1)[:-2] + ',\n "builds": [']
+    for i, b in enumerate(out["builds"]):
+        bhead = {k: v for k, v in b.items() if k != "settings"}
+        lines.append("  " + json.dumps(bhead)[:-1] + ', "settings": [')
+        lines.append(",\n".join("   " + json.dumps(s) for s in b["settings"]))
+        lines.append("  ]}" + ("," if i < len(out["builds"]) - 1 else ""))
+    lines.append(" ]\n}")
+    return "\n".join(lines) + "\n"
+
+
 def run(settings, argv=None, embed_model=None) -> Path:
-    """The sweep on `settings`' server; returns the path of the saved JSON."""
+    """The sweep on `settings`' server; returns the path of the saved JSON (rewritten after every
+    setting, so an interrupted sweep keeps what it measured)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("database")
     ap.add_argument("--configs", default="32:400", help="m:ef_construction,...")
@@ -114,15 +148,16 @@ def run(settings, argv=None, embed_model=None) -> Path:
     ap.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values")
     ap.add_argument("--iterative", default="relaxed_order", help="hnsw.iterative_scan modes")
     ap.add_argument("--max-scan-tuples", default="40000", help="hnsw.max_scan_tuples values")
-    ap.add_argument("--queries", type=int, default=100, help="golden questions (first N)")
+    ap.add_argument("--queries", type=int, default=227, help="golden questions (first N)")
     ap.add_argument("--filler-queries", type=int, default=50, help="questions templated on the filler's topics")
     ap.add_argument("--exact-timing-queries", type=int, default=20)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--reference", type=Path, help="file keeping the exact top k (reused when it matches)")
     ap.add_argument("--leave-index", action="store_true", help="leave the last build in place")
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
     args = ap.parse_args(argv)
 
-    embed = embed_model or offline_embedding(settings.EMBED_BATCH_SIZE, 1)
+    embed = embed_model or local_embedding(settings)
     golden, _ = stages.load_questions(args.queries)
     queries = [q.text for q in golden] + policy_text.questions(args.filler_queries)
     kinds = ["golden"] * len(golden) + ["filler_topic"] * args.filler_queries
@@ -138,56 +173,59 @@ def run(settings, argv=None, embed_model=None) -> Path:
         filler_kind = conn.execute(text(
             "SELECT CASE WHEN count(*) FILTER (WHERE metadata_->>'title' LIKE 'Synthetic %') > 0 THEN 'noisy' "
             "WHEN count(*) > 0 THEN 'realistic' END FROM data_chunks WHERE node_id LIKE 'SYN-%'")).scalar()
-    t0 = time.perf_counter()
-    exact = {c.name: [_exact(base, c, list(e), args.k) for e in embs] for c in cases}
-    exact_s = time.perf_counter() - t0
+        revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    exact, exact_s = _reference(base, cases, queries, embs, args.k, args.reference)
     matching = {c.name: _matching(base, c) for c in cases}
-    out = {"database": args.database, "rows": total, "filler_mode": filler_kind, "queries": len(queries),
-           "golden_queries": len(golden), "filler_queries": args.filler_queries, "k": args.k,
-           "original_index": original, "exact_reference_s": round(exact_s, 1),
+    out = {"database": args.database, "rows": total, "filler_mode": filler_kind, "migration": revision,
+           "queries": len(queries), "golden_queries": len(golden), "filler_queries": args.filler_queries,
+           "k": args.k, "embed_model": type(embed).__name__, "original_index": original,
+           "exact_reference_s": round(exact_s, 1),
            "cases": {c.name: {"matching": matching[c.name], "fraction": round(matching[c.name] / total, 3),
                               "levels": c.levels, "sensitive": c.sensitive, "product": c.product} for c in cases},
-           "loadavg_start": os.getloadavg(), "builds": []}
-    print(json.dumps({"rows": total, "filler": filler_kind, "queries": len(queries), "exact_reference_s": round(exact_s, 1)}),
-          flush=True)
+           "argv": list(argv) if argv is not None else None, "loadavg_start": os.getloadavg(), "builds": []}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"hnsw_sweep_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}_{filler_kind}.json"
+    print(json.dumps({"rows": total, "filler": filler_kind, "queries": len(queries), "exact_reference_s": round(exact_s, 1),
+                      "out": str(path)}), flush=True)
     try:
         for spec in args.configs.split(","):
             m, efc = (int(x) for x in spec.split(":"))
             for build in range(1, args.builds + 1):
-                entry = {"m": m, "ef_construction": efc, "build": build, **_rebuild(base, m, efc), "settings": []}
-                print(json.dumps({k: entry[k] for k in ("m", "ef_construction", "build", "build_s", "index_mb",
-                                                          "loadavg")}), flush=True)
+                entry = {"m": m, "ef_construction": efc, "build": build, **_rebuild(base, m, efc)}
                 exact_db = _exact_path_db(settings, args.database)
                 exact_cap = _Capture(exact_db.app)
                 n = args.exact_timing_queries
-                exact_ms = {c.name: _exact_path_ms(exact_db, embed, c, queries[:n], embs[:n], exact[c.name][:n],
-                                                   args.k, exact_cap) for c in cases}
+                entry["exact_path_ms"] = {c.name: _exact_path_ms(exact_db, embed, c, queries[:n], embs[:n],
+                                                                 exact[c.name][:n], args.k, exact_cap) for c in cases}
                 exact_db.dispose()
+                entry["settings"] = []
+                out["builds"].append(entry)
+                print(json.dumps({k: entry[k] for k in ("m", "ef_construction", "build", "build_s", "index_mb",
+                                                          "loadavg")}), flush=True)
                 for ef, mode, mst in grid:
                     db = open_database(settings.model_copy(update={
                         "HNSW_EF_SEARCH": ef, "HNSW_ITERATIVE_SCAN": mode, "HNSW_MAX_SCAN_TUPLES": mst}), args.database)
                     cap = _Capture(db.app)
                     row = {"ef_search": ef, "iterative_scan": mode, "max_scan_tuples": mst,
-                           "loadavg": os.getloadavg(), "cases": {}}
+                           "loadavg": [round(x, 2) for x in os.getloadavg()], "cases": {}}
                     for case in cases:
                         r = _run_case(db, embed, case, queries, embs, exact[case.name], args.k, cap)
-                        by_kind = {kind: _summary([x for x, kd in zip(r["by_distance"], kinds) if kd == kind])
-                                   for kind in dict.fromkeys(kinds)}
-                        worst = sorted(range(len(queries)), key=lambda i: r["by_distance"][i])[:3]
+                        worst = min(range(len(queries)), key=lambda i: r["by_distance"][i])
                         row["cases"][case.name] = {
-                            "plan": r["plan"], "recall_by_id": _summary(r["by_id"]),
-                            "recall_by_distance": _summary(r["by_distance"]), "by_query_kind": by_kind,
-                            "worst": [(queries[i], round(r["by_distance"][i], 2)) for i in worst],
+                            "plan": r["plan"], "recall_by_distance": _summary(r["by_distance"]),
+                            "recall_by_id": _summary(r["by_id"]),
+                            "by_query_kind": {kind: _summary([x for x, kd in zip(r["by_distance"], kinds) if kd == kind])
+                                              for kind in dict.fromkeys(kinds)},
+                            "worst": [queries[worst], round(r["by_distance"][worst], 2)],
                             "p50_ms": r["p50_ms"], "p95_ms": r["p95_ms"],
-                            "exact_path_ms": exact_ms[case.name],
-                            "p50_vs_exact_path": round(r["p50_ms"] / exact_ms[case.name]["p50_ms"], 3)}
+                            "p50_vs_exact_path": round(r["p50_ms"] / entry["exact_path_ms"][case.name]["p50_ms"], 3)}
                     db.dispose()
                     entry["settings"].append(row)
+                    path.write_text(_dump(out))
                     print(json.dumps({"m": m, "efc": efc, "build": build, "ef": ef, "scan": mode, "mst": mst,
                                       **{name: (c["recall_by_distance"]["mean"], c["recall_by_distance"]["min"],
                                                 c["p50_ms"], c["plan"]) for name, c in row["cases"].items()}}),
                           flush=True)
-                out["builds"].append(entry)
     finally:
         if not args.leave_index:
             t1 = time.perf_counter()
@@ -198,9 +236,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
             print(f"index restored ({original}) in {time.perf_counter() - t1:.0f}s", flush=True)
         base.dispose()
     out["loadavg_end"] = os.getloadavg()
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"hnsw_sweep_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}_{filler_kind}.json"
-    path.write_text(json.dumps(out, indent=2))
+    path.write_text(_dump(out))
     print(f"saved {path}")
     return path
 

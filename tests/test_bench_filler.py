@@ -159,17 +159,20 @@ def test_sweep_measures_every_filter_against_an_exact_scan_and_restores_the_inde
         before = conn.execute(text("SELECT indexdef FROM pg_indexes "
                                    "WHERE indexname = 'data_chunks_embedding_hnsw'")).scalar_one()
     sweep = _sweep_module()
-    path = sweep.run(settings, [db.owner_url.database, "--configs", "8:32", "--builds", "1", "--ef", "40",
-                                "--iterative", "relaxed_order,off", "--queries", "3", "--filler-queries", "2",
-                                "--exact-timing-queries", "2", "--out", str(tmp_path)], embed_model=embed_model)
+    argv = [db.owner_url.database, "--configs", "8:32", "--builds", "1", "--ef", "40", "--iterative",
+            "relaxed_order,off", "--queries", "3", "--filler-queries", "2", "--exact-timing-queries", "2",
+            "--out", str(tmp_path), "--reference", str(tmp_path / "reference.json")]
+    path = sweep.run(settings, argv, embed_model=embed_model)
     out = json.loads(path.read_text())
-    assert out["filler_mode"] == "realistic" and out["queries"] == 5
+    assert out["filler_mode"] == "realistic" and out["queries"] == 5 and out["exact_reference_s"] > 0
     names = set(out["cases"])
     assert {"rep_public_internal_~88pct", "supervisor_~98pct", "compliance_role_100pct"} <= names
     assert any(n.startswith("rep_product_") for n in names)
     (build,) = out["builds"]
     assert (build["m"], build["ef_construction"]) == (8, 32)
     assert [(s["iterative_scan"], s["ef_search"]) for s in build["settings"]] == [("relaxed_order", 40), ("off", 40)]
+    for name, timing in build["exact_path_ms"].items():  # the arm with index scans off: exact, so recall 1
+        assert timing["plan"] == "exact" and timing["recall_by_distance_min"] == 1.0, name
     for setting in build["settings"]:
         assert set(setting["cases"]) == names
         for case in setting["cases"].values():
@@ -177,7 +180,10 @@ def test_sweep_measures_every_filter_against_an_exact_scan_and_restores_the_inde
             assert case["plan"] in ("hnsw", "exact")
             if case["plan"] == "exact":  # an exact plan finds exactly what the reference scan finds
                 assert case["recall_by_distance"]["mean"] == 1.0
-            assert case["exact_path_ms"]["plan"] == "exact" and case["exact_path_ms"]["recall_by_distance_min"] == 1.0
+    # the exact reference is kept and reused for the same database and queries
+    no_builds = [("0" if a == "1" and argv[i - 1] == "--builds" else a) for i, a in enumerate(argv)]
+    again = json.loads(sweep.run(settings, no_builds, embed_model=embed_model).read_text())
+    assert again["exact_reference_s"] == 0.0 and again["cases"] == out["cases"]
     with db.owner.connect() as conn:
         after = conn.execute(text("SELECT indexdef FROM pg_indexes "
                                   "WHERE indexname = 'data_chunks_embedding_hnsw'")).scalar_one()
