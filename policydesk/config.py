@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     # Retrieval
     TOP_K: int = 8
     # pgvector 0.8 iterative index scans: a filtered HNSW top-k keeps scanning until k rows pass.
-    HNSW_EF_SEARCH: int = 100
+    HNSW_EF_SEARCH: int = 200
     HNSW_MAX_SCAN_TUPLES: int = 40000
     # relaxed_order | strict_order | off (pgvector's hnsw.iterative_scan), set with the two above.
     HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
