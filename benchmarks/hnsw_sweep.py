@@ -20,7 +20,8 @@ Queries: the golden questions (demo topics) and questions templated on the fille
 The exact reference takes minutes at 10^5 rows: --reference keeps it in a file and reuses it
 while the database, its row count and the queries are the same. The index is rebuilt as it was
 found at the end (unless --leave-index). Prints one line per setting and saves one JSON object
-under benchmarks/results/ (rewritten after every setting).
+under benchmarks/results/ (rewritten after every setting); `hnsw_sweep.py table FILE` prints
+it as the markdown table docs/performance.md shows.
 
     POLICYDESK_DATA_DIR=/tmp/pdbench/data .venv/bin/python benchmarks/hnsw_sweep.py DBNAME \
         --configs 16:64,32:400 --builds 2 --ef 40,100,200 --iterative relaxed_order,strict_order \
@@ -33,6 +34,7 @@ import argparse
 import itertools
 import json
 import os
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -102,7 +104,37 @@ def _exact_path_ms(db, embed, case, queries, embs, exact, k: int, cap: _Capture)
             "recall_by_distance_min": min(r["by_distance"])}
 
 
+def table(path: Path) -> str:
+    """A saved sweep as a markdown table: per build and setting, the lowest mean and the lowest
+    minimum over the filters that took the HNSW index, the filters that took an exact plan (their
+    recall is 1.0), and p50 latencies with the exact path's of the same filters from the same build."""
+    out = json.loads(Path(path).read_text())
+    short = {n: n.replace("_~", " ~").replace("pct", "%").replace("_", " ") for n in out["cases"]}
+    rows = ["| m / ef_construction | build (s, MB) | ef_search | scan | max_scan_tuples | HNSW filters: lowest mean "
+            "/ lowest min (questions at 0) | filters on an exact plan | HNSW p50 ms | the same filters' exact path "
+            "p50 ms | load |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for b in out["builds"]:
+        for st in b["settings"]:
+            h = {n: c for n, c in st["cases"].items() if c["plan"] == "hnsw"}
+            e = [short[n] for n, c in st["cases"].items() if c["plan"] != "hnsw"]
+            rec = (f"{min(c['recall_by_distance']['mean'] for c in h.values()):.3f} / "
+                   f"{min(c['recall_by_distance']['min'] for c in h.values()):.1f} "
+                   f"({max(c['recall_by_distance']['zeros'] for c in h.values())})") if h else "-"
+            lat = (f"{min(c['p50_ms'] for c in h.values()):.1f}-{max(c['p50_ms'] for c in h.values()):.1f}"
+                   if h else "-")
+            exact_ms = [b["exact_path_ms"][n]["p50_ms"] for n in h] or [float("nan")]
+            rows.append(f"| {b['m']} / {b['ef_construction']} | {b['build']} ({b['build_s']:.0f}, {b['index_mb']:.0f}) "
+                        f"| {st['ef_search']} | {st['iterative_scan']} | {st['max_scan_tuples']} | {rec} | "
+                        f"{', '.join(e) or '-'} | {lat} | {min(exact_ms):.1f}-{max(exact_ms):.1f} | {st['loadavg'][0]:.1f} |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["table"]:  # hnsw_sweep.py table RESULT.json
+        print(table(Path(argv[1])))
+        return 0
     run(get_settings(), argv)
     return 0
 

@@ -180,6 +180,8 @@ def test_sweep_measures_every_filter_against_an_exact_scan_and_restores_the_inde
             assert case["plan"] in ("hnsw", "exact")
             if case["plan"] == "exact":  # an exact plan finds exactly what the reference scan finds
                 assert case["recall_by_distance"]["mean"] == 1.0
+    rows = sweep.table(path).splitlines()  # the docs table: one row per build and setting
+    assert len(rows) == 2 + 2 and all(r.startswith("| 8 / 32 | 1 (") for r in rows[2:])
     # the exact reference is kept and reused for the same database and queries
     no_builds = [("0" if a == "1" and argv[i - 1] == "--builds" else a) for i, a in enumerate(argv)]
     again = json.loads(sweep.run(settings, no_builds, embed_model=embed_model).read_text())
