@@ -107,7 +107,8 @@ def _exact_path_ms(db, embed, case, queries, embs, exact, k: int, cap: _Capture)
 def table(path: Path) -> str:
     """A saved sweep as a markdown table: per build and setting, the lowest mean and the lowest
     minimum over the filters that took the HNSW index, the filters that took an exact plan (their
-    recall is 1.0), and p50 latencies with the exact path's of the same filters from the same build."""
+    recall is 1.0), and p50 latencies with the exact path's of the same filters (of all filters when
+    none took the index) from the same build."""
     out = json.loads(Path(path).read_text())
     short = {n: n.replace("_~", " ~").replace("pct", "%").replace("_", " ") for n in out["cases"]}
     rows = ["| m / ef_construction | build (s, MB) | ef_search | scan | max_scan_tuples | HNSW filters: lowest mean "
@@ -123,10 +124,10 @@ def table(path: Path) -> str:
                    f"({max(c['recall_by_distance']['zeros'] for c in h.values())})") if h else "-"
             lat = (f"{min(c['p50_ms'] for c in h.values()):.1f}-{max(c['p50_ms'] for c in h.values()):.1f}"
                    if h else "-")
-            exact_ms = [b["exact_path_ms"][n]["p50_ms"] for n in h] or [float("nan")]
+            exact_ms = [b["exact_path_ms"][n]["p50_ms"] for n in (h or st["cases"])]
             rows.append(f"| {b['m']} / {b['ef_construction']} | {b['build']} ({b['build_s']:.0f}, {b['index_mb']:.0f}) "
                         f"| {st['ef_search']} | {st['iterative_scan']} | {st['max_scan_tuples']} | {rec} | "
-                        f"{', '.join(e) or '-'} | {lat} | {min(exact_ms):.1f}-{max(exact_ms):.1f} | {st['loadavg'][0]:.1f} |")
+                        f"{('all ' + str(len(e))) if not h else (', '.join(e) or '-')} | {lat} | {min(exact_ms):.1f}-{max(exact_ms):.1f} | {st['loadavg'][0]:.1f} |")
     return "\n".join(rows)
 
 
