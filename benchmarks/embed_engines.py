@@ -75,19 +75,20 @@ def main(argv=None) -> int:
 
     def onnx_run(model, batch):
         def run(_):
-            onnx_local.RUN_BATCH = batch
+            onnx_local.RUN_BATCH = {"fp32": batch, "int8": batch}
             return model.embed_array(texts)
         return run
 
-    default = onnx_local.RUN_BATCH
+    default = dict(onnx_local.RUN_BATCH)
     configs = {"torch 1 thread": torch_run(1), "torch 2 threads": torch_run(2)}
     for precision in ("fp32", "int8"):
         one = onnx(precision)
         for batch in (1, 4, 8, 16, 32):
             configs[f"onnx {precision} batch {batch}, 1 thread"] = onnx_run(one, batch)
-        configs[f"onnx {precision} batch {default}, 2 worker threads"] = onnx_run(onnx(precision, threads=2), default)
-        configs[f"onnx {precision} batch {default}, 1 runner x 2 ORT threads"] = onnx_run(onnx(precision, intra=2), default)
-        configs[f"onnx {precision} batch {default}, window 128"] = onnx_run(onnx(precision, window=128), default)
+        size = default[precision]
+        configs[f"onnx {precision} batch {size}, 2 worker threads"] = onnx_run(onnx(precision, threads=2), size)
+        configs[f"onnx {precision} batch {size}, 1 runner x 2 ORT threads"] = onnx_run(onnx(precision, intra=2), size)
+        configs[f"onnx {precision} batch {size}, window 128"] = onnx_run(onnx(precision, window=128), size)
 
     reference = torch_run(1)(None)
     wall = {k: [] for k in configs}

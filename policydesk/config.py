@@ -84,7 +84,8 @@ class Settings(BaseSettings):
     EMBED_TORCH_THREADS: int = 1
     # The local embedder's engine (providers/local.py): "onnx" (ONNX Runtime, exported from the local
     # weights into EMBED_MODELS_DIR on first use; torch's vectors for 30% of its CPU), "onnx-int8"
-    # (quantized; its own vectors, cache key and abstain threshold) or "torch" (sentence-transformers,
+    # (quantized; its own vectors, cache key and abstain threshold; faster to ingest, but it lost 2
+    # golden test items, so it is not the default: docs/performance.md) or "torch" (sentence-transformers,
     # also the fallback when the ONNX file cannot be built or disagrees with torch).
     EMBED_ENGINE: Literal["onnx", "onnx-int8", "torch"] = "onnx"
     # Worker threads an ONNX batch (an ingest's chunks) is split across, one ONNX Runtime thread
@@ -131,11 +132,15 @@ class Settings(BaseSettings):
     # so the rule takes the highest value abstaining on at most 2% of answerable items (1 of 84):
     # the 2nd weakest answerable (0.330) minus the 0.02 margin. At 0.31, dev abstains on 1 answerable
     # item and 9 of the 33; the earlier 0.35 abstained on 4 and 15. Test figures: evals/README.md.
+    # all-MiniLM-L6-v2-int8 (EMBED_ENGINE=onnx-int8, opt-in): 0.30, what the same rule recommends on
+    # the same dev split with that engine (run 20261130T110143Z-d688): the ranges overlap, no
+    # answerable item abstains and 8 out-of-scope / not-in-corpus ones do.
     # gemini-embedding-001: None = NOT CALIBRATED (no key reaches this machine). With that model the
     # pipeline refuses to start until a value is calibrated on dev and set here (POLICYDESK_ABSTAIN_THRESHOLDS,
     # JSON) or ABSTAIN_MIN_SIMILARITY is set; `policydesk eval` runs without similarity abstention to calibrate it.
     ABSTAIN_THRESHOLDS: dict[str, float | None] = Field(default_factory=lambda: {
         OFFLINE_EMBEDDING_MODEL: 0.31,
+        OFFLINE_EMBEDDING_MODEL_INT8: 0.30,
         "gemini-embedding-001": None,
     })
     # An explicit threshold for whichever model is active, overriding ABSTAIN_THRESHOLDS

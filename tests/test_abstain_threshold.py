@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from policydesk.answer import AskRequest
-from policydesk.config import OFFLINE_EMBEDDING_MODEL, Settings, UncalibratedThreshold
+from policydesk.config import OFFLINE_EMBEDDING_MODEL, OFFLINE_EMBEDDING_MODEL_INT8, Settings, UncalibratedThreshold
 from policydesk.pipeline import AskPipeline, build_pipeline
 from policydesk.providers.extractive import ExtractiveAnswerer
 from policydesk.users import add_user
@@ -23,8 +23,12 @@ def _settings(**kw) -> Settings:
 
 def test_the_offline_model_has_a_calibrated_threshold_and_gemini_is_marked_uncalibrated():
     offline = _settings()
+    # The default engine (fp32 ONNX, torch's vectors) and the opt-in int8 one are two models with a
+    # value each, both from dev (config.py).
     assert offline.embedding_model_name == OFFLINE_EMBEDDING_MODEL
     assert offline.abstain_threshold() == 0.31
+    int8 = _settings(EMBED_ENGINE="onnx-int8")
+    assert int8.embedding_model_name == OFFLINE_EMBEDDING_MODEL_INT8 and int8.abstain_threshold() == 0.30
     gemini = _settings(GEMINI_API_KEY="k")
     assert gemini.embedding_model_name == "gemini-embedding-001"
     with pytest.raises(UncalibratedThreshold, match="gemini-embedding-001.*--split dev"):
@@ -56,9 +60,10 @@ def test_the_pipeline_abstains_by_the_active_models_threshold(demo_db, settings,
         p = build_pipeline(demo_db, s, embed_model=embed_model, llm=ExtractiveAnswerer(), today=TODAY)
         return p.ask(AskRequest(thr_user, QUESTION))
 
-    answered = ask({OFFLINE_EMBEDDING_MODEL: 0.35, "gemini-embedding-001": 0.99})
+    active = settings.embedding_model_name
+    answered = ask({active: 0.35, "gemini-embedding-001": 0.99})
     assert not answered.abstained and "72 hours" in answered.answer
-    strict = ask({OFFLINE_EMBEDDING_MODEL: 0.99, "gemini-embedding-001": 0.35})
+    strict = ask({active: 0.99, "gemini-embedding-001": 0.35})
     assert strict.abstained and strict.abstain_reason and "matched too weakly" in strict.abstain_reason
 
 
@@ -68,7 +73,7 @@ def test_calibration_recommends_from_dev_and_never_from_test(demo_db, settings, 
 
     items = load_split("dev").only(["easy-01", "stale-04", "refuse-09", "d-refuse-02"])
     dev = calibrate(demo_db, settings, items, embed_model, split="dev")
-    assert dev.embedding_model == OFFLINE_EMBEDDING_MODEL and dev.current == 0.31
+    assert dev.embedding_model == settings.embedding_model_name == OFFLINE_EMBEDDING_MODEL and dev.current == 0.31
     assert set(dev.answerable) == {"easy-01", "stale-04"} and set(dev.out_of_scope) == {"refuse-09", "d-refuse-02"}
     assert dev.recommended is not None
     assert max(dev.out_of_scope.values()) < dev.recommended < min(dev.answerable.values())

@@ -45,6 +45,11 @@ def int8_model(settings):
     return local_embedding(settings.model_copy(update={"EMBED_ENGINE": "onnx-int8"}))
 
 
+@pytest.fixture(scope="module")
+def fp32_model(embed_model):
+    return embed_model  # the default engine
+
+
 def _vectors(model, texts) -> np.ndarray:
     return np.asarray(model.get_text_embedding_batch(texts), dtype=np.float32)
 
@@ -64,8 +69,8 @@ def test_the_default_engine_is_onnx_runtime_with_its_file_built_once(embed_model
     assert onnx_file.stat().st_mtime_ns == built
 
 
-def test_onnx_fp32_gives_torchs_vectors_on_the_demo_chunks(embed_model, demo_texts, torch_vectors):
-    onnx = _vectors(embed_model, demo_texts)
+def test_onnx_fp32_gives_torchs_vectors_on_the_demo_chunks(fp32_model, demo_texts, torch_vectors):
+    onnx = _vectors(fp32_model, demo_texts)
     assert onnx.shape == torch_vectors.shape == (len(demo_texts), 384)
     cosines = (onnx * torch_vectors).sum(axis=1)
     assert cosines.min() >= 0.99999
@@ -83,13 +88,13 @@ def test_onnx_int8_stays_within_its_stated_cosine_of_torch(int8_model, demo_text
     assert cosines.max() < 0.99999
 
 
-def test_each_engine_has_its_own_embedding_cache_key(embed_model, int8_model):
+def test_each_engine_has_its_own_embedding_cache_key(fp32_model, int8_model):
     torch_model = offline_embedding(32, 1, "torch")
-    keys = {model_key(m) for m in (torch_model, embed_model, int8_model)}
+    keys = {model_key(m) for m in (torch_model, fp32_model, int8_model)}
     assert len(keys) == 3
     # The same weights underneath: the keys differ by engine, not by where the model is installed.
     assert len({k.split("|")[1] for k in keys}) == 1
-    assert "engine=onnxruntime-fp32@" in model_key(embed_model) and "engine=onnxruntime-int8@" in model_key(int8_model)
+    assert "engine=onnxruntime-fp32@" in model_key(fp32_model) and "engine=onnxruntime-int8@" in model_key(int8_model)
 
 
 def test_int8_is_its_own_model_for_the_abstain_threshold():
@@ -103,15 +108,27 @@ def test_int8_is_its_own_model_for_the_abstain_threshold():
         uncalibrated.abstain_threshold()
 
 
-def test_batch_threads_keep_the_vectors_and_their_order(embed_model, demo_texts):
+@pytest.mark.parametrize("model_fixture", ["fp32_model", "int8_model"])
+def test_batch_threads_keep_the_vectors_and_their_order(model_fixture, demo_texts, request):
+    model = request.getfixturevalue(model_fixture)
     shuffled = random.Random(17).sample(demo_texts, len(demo_texts))
-    one = OnnxEmbedding(model_dir=_model_dir(), onnx_file=Path(embed_model.onnx_file), threads=1)
-    two = OnnxEmbedding(model_dir=_model_dir(), onnx_file=Path(embed_model.onnx_file), threads=2)
+    one, two = (OnnxEmbedding(model_dir=_model_dir(), onnx_file=Path(model.onnx_file), precision=model.precision,
+                              threads=n) for n in (1, 2))
     a, b = one.embed_array(shuffled), two.embed_array(shuffled)
     assert np.abs(a - b).max() < 1e-6
     # Order: each text's vector is the one it gets alone.
     for i in (0, len(shuffled) // 2, len(shuffled) - 1):
         assert np.abs(b[i] - one.embed_array([shuffled[i]])[0]).max() < 1e-5
+
+
+def test_an_int8_vector_does_not_depend_on_the_texts_embedded_with_it(int8_model, demo_texts):
+    # Dynamic int8 takes its activation scale from the whole call's input; one text per call keeps
+    # each vector a function of its own text, as the embedding cache assumes.
+    texts = demo_texts[:12]
+    together = int8_model.embed_array(texts)
+    with_others = int8_model.embed_array(texts + demo_texts[-20:])[: len(texts)]
+    alone = np.stack([int8_model.embed_array([t])[0] for t in texts])
+    assert np.abs(together - alone).max() < 1e-6 and np.abs(with_others - alone).max() < 1e-6
 
 
 @pytest.mark.slow

@@ -44,7 +44,11 @@ PRECISIONS = ("fp32", "int8")
 MIN_COSINE = {"fp32": 0.9999, "int8": 0.98}
 # Texts per ONNX Runtime call. On the demo chunks (median 69 tokens) runs of 4 used the least CPU,
 # fp32 and int8 alike: 1 text +7-16%, 8 +8%, 16 +23%, 32 +66% (benchmarks/embed_engines.py).
-RUN_BATCH = 4
+# int8 runs one text per call: its activations are quantized with a scale taken from the whole
+# call's input, so in a run of several texts each vector would depend on its batch-mates (and on
+# their padding). One text per call keeps a vector a function of its text alone, which the
+# embedding cache and the query path (always one text) rely on; it cost +7% CPU above.
+RUN_BATCH = {"fp32": 4, "int8": 1}
 
 # Probe sentences for the build check: ordinary prose of different lengths, one past the window,
 # embedded in one padded batch (so padding and truncation are checked too).
@@ -256,7 +260,8 @@ class OnnxEmbedding(BaseEmbedding):
             return np.zeros((0, 0), dtype=np.float32)
         ids = self._runner.token_ids(texts)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        batches = [order[i : i + RUN_BATCH] for i in range(0, len(order), RUN_BATCH)]
+        size = RUN_BATCH[self.precision]
+        batches = [order[i : i + size] for i in range(0, len(order), size)]
         run = lambda batch: self._runner.run([ids[i] for i in batch])  # noqa: E731
         if self.threads > 1 and len(batches) > 1:
             results = list(self._worker_pool().map(run, batches))
