@@ -86,6 +86,22 @@ def test_test_v3_split_is_frozen_and_held_out():
                                    "how many calls per rep does the quality team audit each month?"}
 
 
+def test_test_v4_split_is_frozen_and_held_out():
+    # Held-out split written without sight of the gate, its data or the earlier splits (issue 15),
+    # frozen in its own commit (01a0a79, sha256 in the message) before the gate changes it measures.
+    # Never edit the file; nothing in it may appear in any other split.
+    import hashlib
+
+    assert hashlib.sha256(SPLITS["test_v4"].read_bytes()).hexdigest() == (
+        "1b5f7d10a0c003f82ff748fdbbec9de79d48cfa9a3af91fb306e1a2d5a549c1d")
+    v4 = load_cases("test_v4")
+    counts = Counter(c["expected"] for c in v4)
+    assert counts == {"pass": 84, "claim_action": 60, "member_identifier": 51, "out_of_scope": 40}
+    questions = {c["question"].strip().lower() for c in v4}
+    others = {c["question"].strip().lower() for split in SPLITS if split != "test_v4" for c in load_cases(split)}
+    assert not questions & others
+
+
 @pytest.mark.parametrize("case", REGRESSION, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(REGRESSION)])
 def test_regression_case(case, gate):
     refusal = gate.screen(case["question"], clearance_for(case["role"])).refusal

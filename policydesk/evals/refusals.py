@@ -28,6 +28,9 @@ SPLITS: dict[str, Path] = {
     # Held-out v3: written by someone who had seen neither the gate nor the other splits, frozen
     # before the changes it measures (sha256 in its commit); the current figures (docs/refusal.md).
     "test_v3": REPO / "tests" / "data" / "refusal" / "test_v3.yaml",
+    # Held-out v4: written without sight of the gate, its data or the earlier splits, frozen before
+    # the changes made after test_v3's measurement (sha256 in its commit, 01a0a79).
+    "test_v4": REPO / "tests" / "data" / "refusal" / "test_v4.yaml",
     "regression": REPO / "tests" / "data" / "refusal_cases.yaml",
 }
 LABELS = ("pass", "member_identifier", "claim_action", "out_of_scope")
