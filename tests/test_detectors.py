@@ -318,3 +318,100 @@ def test_learned_out_of_scope_guess_needs_more_on_a_benefit_question():
     assert label("what's the deductible for acupuncture", 0.5) == "out_of_scope"
     assert label("what's the deductible for acupuncture", 1.01) == "pass"
     assert label("what's the forecast for acupuncture", 1.01) == "out_of_scope"
+
+
+# ref15b (issue 15, before test_v4): a request to act on one case is recognized by its shape, whatever
+# the verb, and the questions that use the same verbs still pass.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Re-send the remittance advice to the billing office.",
+        "please refile her grievance under the quality-of-care category",
+        "we need to retro-authorize his rehab stay, do it this morning",
+        "Escalate it.",
+        "kindly fast-track the pharmacy exception for his inhaler",
+        "Could you unpend the infusion claims and release them?",
+        "I'd like you to lodge a complaint for the caller about the rude driver.",
+        "Void the payment and then reissue it to the right tax ID.",
+        "Can we bump her OT visits to 24 for the year?",
+        "would you mind reclassifying the visit on his claim as preventive",
+        "Deactivate the old auth on her file.",  # a verb no list names: the imperative shape decides
+        "Go ahead.",
+    ],
+)
+def test_requests_to_act_on_a_case_are_claim_actions_whatever_the_verb(text):
+    assert is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Approve or deny: which decision applies when the referral came in late?",
+        "how do I file an appeal for a member in a nursing home?",
+        "can a provider file the appeal for the member?",
+        "Does the plan reissue a stale-dated check automatically?",
+        "If a refund check bounces, resend it or send a new one?",
+        "When a grievance is withdrawn, do we still send a closure letter?",
+        "Who is allowed to retro-authorize an admission after discharge?",
+        "Should the claim be voided if it was billed under the wrong member?",
+        "Provider Dr. Ruth Okoye's office asks whether referrals expire.",
+        "Update: the appeals fax number changed. Which number do providers use now?",
+    ],
+)
+def test_questions_that_use_action_verbs_are_not_claim_actions(text):
+    assert not is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the reference for her precert is PX2025-77310, how long is it valid?",
+        "grievance GV-4410-22 came in monday, when is it due?",
+        "auth number 31-88412 covers how many days?",
+        "the EFT trace on the returned payment is 8841-55-2201, why did it bounce?",
+        "check # 00451877 never cleared, what now?",
+    ],
+)
+def test_case_reference_numbers_are_identifiers_without_a_member_cue(text):
+    assert find_member_identifiers(text) == ["member_id"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The card lists 1-877-555-0163 for members, is that the behavioral health line too?",
+        "Back of the ID card says 800-555-0134, is that member services?",
+        "policy MP-2024-017 on appeals, is it still in force?",
+        "Do claims for CPT 99201-99215 need a modifier?",
+        "Is the 2025-2026 plan year deductible different?",
+    ],
+)
+def test_plan_lines_policy_numbers_and_code_ranges_are_not_identifiers(text):
+    assert find_member_identifiers(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I can't log in to the claims system, my password expired",
+        "write a poem about prior authorization for the team party",
+        "tell us a joke about coinsurance",
+        "my headset keeps dropping calls on the appeals line, who fixes it?",
+        "What's the capital of Canada?",
+        "Tell me about the history of Medicare.",
+    ],
+)
+def test_staff_it_creative_and_general_knowledge_are_out_of_scope_whatever_plan_words(text):
+    assert is_out_of_scope(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the member is locked out of the portal, how does she reset her password?",
+        "Is a newborn covered from birth if added within 30 days?",
+        "Who wrote the referral doesn't matter if the PCP left the network, right?",
+    ],
+)
+def test_member_account_and_plan_questions_stay_in_scope(text):
+    assert not is_out_of_scope(text)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from policydesk.detectors.actions import ACTION_WORD, PARTICIPLES, case_action_spans
 from policydesk.detectors.phrasing import (
     OWN_REQUEST, SPECIFIC, URGENT, normalize_typos, opens_with_wh, outside, remainder, reported_spans,
 )
@@ -92,7 +93,8 @@ _WANTED = (
     r"reinstated|renewed|extended|backdated|refunded|reimbursed|credited|pushed\s+through|put\s+through|"
     r"sent|issued|cut|mailed|processed|cleared|reopened|removed|dropped|granted|honou?red|decided|changed|"
     r"updated|corrected|fixed|adjusted|entered|excused|forgiven|overlooked|written\s+off|zeroed(?:\s+out)?|"
-    r"(?:flipped|switched|bumped|set|marked|moved)\s+(?:to|as)\s+(?:approved|paid|payable|covered))"
+    r"(?:flipped|switched|bumped|set|marked|moved)\s+(?:to|as)\s+(?:approved|paid|payable|covered)|"
+    rf"{PARTICIPLES})"
 )
 _WANTED_OBJECT = (
     r"(?:(?:the|this|that|these|those|her|his|their|my|our|it)\b(?:\s+[\w'-]+){0,5}?"
@@ -275,11 +277,13 @@ _ACTION_WORD = re.compile(
 
 def mentions_action(question: str) -> bool:
     """Any verb a claim action could be asked with: a necessary condition for the learned detector."""
-    return bool(_ACTION_WORD.search(normalize_typos(question)))
+    question = normalize_typos(question)
+    return bool(_ACTION_WORD.search(question) or ACTION_WORD.search(question))
 
 
 def _claim_action_spans(question: str) -> list[tuple[int, int]]:
     spans = [m.span() for p in _CLAIM_ACTION_PATTERNS for m in p.finditer(question)]
+    spans += case_action_spans(question)
     if not opens_with_wh(question):
         spans += [m.span() for p in _WANTED_PATTERNS for m in p.finditer(question)]
         spans += _specific_case(question)

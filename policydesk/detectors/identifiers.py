@@ -91,7 +91,8 @@ _PROVIDER_LINE = re.compile(
     r"\b(?:provider|providers|office|clinic|hospital|pharmacy|fax|line|hotline|department|dept|"
     r"desk|queue|services|um|team|plan|vendor|number\s+for)\b", _I)
 _MEMBER_NEAR = re.compile(
-    r"\b(?:member|member's|members|subscriber|patient|pt|caller|enrollee|dependent|her|his|him|she|"
+    r"\b(?:member(?!\s+(?:services?|line|portal|hotline|relations))|member's|members(?!\s+(?:services?|line))|"
+    r"subscriber|patient|pt|caller|enrollee|dependent|her|his|him|she|"
     r"he|their|wife|husband|mother|father|son|daughter|cell|mobile|home|personal|called\s+from|"
     r"call(?:ed)?\s+(?:the\s+member\s+)?back|callback|reach(?:ed)?)\b", _I)
 
@@ -117,7 +118,10 @@ _ID_CUE = (
     r"(?:member(?:'s)?|mbr|mem|memb|sub|subscriber(?:'s)?|insurance|ins|cin|recipient|patient(?:'s)?|pt|enrollee|"
     r"dependent|claim|clm|mrn|"
     r"medical\s+record|case|ticket|auth(?:orization)?|reference|ref|acct|account|medicaid|medicare|"
-    r"beneficiary|hicn|mbi|id|identifier|group|grp|card|policy\s*holder|(?:member|subscriber)'?s?\s+policy)"
+    r"beneficiary|hicn|mbi|id|identifier|group|grp|card|policy\s*holder|(?:member|subscriber)'?s?\s+policy|"
+    # case references: an authorization, appeal, grievance, referral, ticket or payment trace number
+    r"appeals?|grievances?|complaints?|disputes?|referrals?|pre-?cert\w*|pa|prior\s+auth\w*|tracking|trace|"
+    r"confirmation|conf|request|req|incident|inquiry|eft|um|checks?(?=\s*(?:#|no\b|num|number)))"
 )
 # the cue, then at most a few filler words ("number", "no.", "#", "is", "says", ":"), then the token
 _FILLER = (r"(?:[\s:#=(.,-]+|\s+(?:number|num|no\.?|id|ids|#|is|was|says|of|reads|ref|card|on|the|in|from|as|"
@@ -142,6 +146,22 @@ _SPOKEN_DIGITS = re.compile(
 _MBI_LETTER = "[AC-HJKMNP-RT-Y]"
 _MBI = re.compile(rf"(?<![\w-])[1-9]{_MBI_LETTER}[AC-HJKMNP-RT-Y0-9]\d[-\s]?{_MBI_LETTER}[AC-HJKMNP-RT-Y0-9]\d"
                   rf"[-\s]?{_MBI_LETTER}{{2}}\d{{2}}(?![\w-])", _I)
+# A case reference: letters and digits joined by a separator or run together ("UM2026-004519", "GRV-20931",
+# "2026CM0457", "7731-220-A", "88-1234"), and the words that say a number is one.
+_CASE_REF_SHAPE = re.compile(
+    r"(?<![\w/.-])(?=[A-Za-z0-9-]*\d)(?:[A-Za-z]{1,6}-?\d[A-Za-z0-9]*|\d+[A-Za-z]+\d[A-Za-z0-9]*|\d{2,})"
+    r"(?:[-/][A-Za-z0-9]+)*(?![\w-]|[/.]\w)")
+_CASE_CUE = re.compile(
+    r"\b(?:auth(?:orization)?s?|pre-?auth\w*|prior\s+auth\w*|pa|pre-?cert\w*|referrals?|appeals?|grievances?|"
+    r"complaints?|disputes?|cases?|tickets?|tracking|trace|confirmation|request|ref|reference|claims?|clm|"
+    r"checks?|eft|remit\w*|um|inquir(?:y|ies)|incident|reconsideration|redetermination)\b", _I)
+_DOC_CUE = re.compile(
+    r"\b(?:policy|policies|pol|section|sec|form|bulletin|version|v|manual|memo|notice|document|doc|page|rule|"
+    r"guideline|article|chapter|code|codes|cpt|hcpcs|icd(?:-?10)?|ndc|drg|rev|npi|tin|tax\s+id|fax|phone|line|"
+    r"model|part|exhibit|attachment|appendix|schedule|table|item|step|modifier|plan\s+year|year|years)\b"
+    r"[\s:#.-]*(?:(?:is|was|number|no\.?|#)\s*)*$", _I)
+_CODE_RANGE = re.compile(r"(?:\d{5}|[A-Z]\d{4}|\d{4}[A-Z])-(?:\d{5}|[A-Z]\d{4}|\d{4}[A-Z])", _I)
+_YEAR_RANGE = re.compile(r"(?:19|20)\d\d[-/](?:(?:19|20)?\d\d)")
 _CODE_SHAPE = re.compile(
     r"^(?:\d{5}|[A-Z]\d{4}|\d{4}[A-Z]|[A-Z]\d{2}(?:\.\w{1,4})?|[A-Z]{2}-?\d{1,3}|\d{1,4})$", _I)
 _NPI_LABEL = re.compile(r"\bNPI\b[\s:#]*$", _I)
@@ -166,7 +186,7 @@ _LOWER_NAME_AFTER_NAME_CUE = re.compile(
     rf"\b(?:{_PERSON_CUE}|caller)(?:'s)?\s+name\s*(?:is|:|-)?\s*"
     rf"(?P<name>[a-z][a-z'-]+(?:\s+[a-z]\.?)?\s+[a-z][a-z'-]+)\b", _I)
 _LOWER_NAME_WITH_INITIAL = re.compile(
-    rf"\b(?:{_PERSON_CUE})(?:'s)?[\s:,(]+(?P<name>[a-z][a-z'-]+\s+[a-z]\.\s+[a-z][a-z'-]+)\b", _I)
+    rf"\b(?:{_PERSON_CUE})(?:'s)?(?:\s+is)?[\s:,(]+(?P<name>[a-z][a-z'-]+\s+[a-z]\.\s+[a-z][a-z'-]+)\b", _I)
 _NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?P<date>(?i:{_DATE}))")
 _NAME_THEN_DOB = re.compile(rf"(?P<name>{_NAME})\s*[,(]?\s*(?i:{_DOB_WORDS})")
 _NOT_NAME_WORDS = frozenset("""
@@ -266,6 +286,8 @@ def _cued_numbers(text: str) -> list[Finding]:
     out = []
     for m in _CUED_ID.finditer(text):
         token = m.group("tok").rstrip(".-/")
+        if _PHONE.fullmatch(token) or _PHONE.fullmatch(token.split(" ", 1)[-1]):
+            continue  # a phone number: a plan line passes, a member's is found by `_phones`
         lead = _LEAD_RE.match(token)
         if lead and not id_shaped(token[lead.end():]):  # the letters are not the identifier: "says 180"
             continue
@@ -273,10 +295,32 @@ def _cued_numbers(text: str) -> list[Finding]:
             cue = m.group(0)[: m.start("tok") - m.start()].lower()
             kind = "claim_number" if re.search(r"\b(?:claim|clm)\b", cue) else "member_id"
             out.append(Finding(kind, m.start("tok"), m.start("tok") + len(token)))
+    out += _case_references(text)
     for m in _BARE_DIGITS.finditer(text):
         digits = m.group(0).lstrip("#")
         if not _is_compact_date(digits) and not _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
             out.append(Finding("member_id", m.start(), m.end()))
+    return out
+
+
+def _case_references(text: str) -> list[Finding]:
+    """A case reference number with its cue a few words before it in the same sentence ("the reference
+    number for the member's PA is UM2026-004519", "the auth on this is 7731-220-A"): letters and digits
+    with a separator, or digits in groups, 5+ digits in all. Not a date, a code, a year range, a phone
+    number, or a number a document word labels ("policy MP-2024-017", "form 2024-11")."""
+    out = []
+    for m in _CASE_REF_SHAPE.finditer(text):
+        token = m.group(0)
+        digits = sum(c.isdigit() for c in token)
+        if digits < 5 or is_date_token(token) or _YEAR_RANGE.fullmatch(token) or _PHONE.fullmatch(token):
+            continue
+        if token.isdigit() or _CODE_RANGE.fullmatch(token) or _CODE_SHAPE.fullmatch(token):
+            continue  # a code range, "99201-99215"
+        before = text[max(0, m.start() - 70):m.start()]
+        before = re.split(r"[.?!;]\s", before)[-1]
+        if not _CASE_CUE.search(before) or _DOC_CUE.search(before[-30:]):
+            continue
+        out.append(Finding("member_id", m.start(), m.end()))
     return out
 
 

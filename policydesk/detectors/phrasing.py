@@ -165,6 +165,12 @@ _MAY_WE_GENERIC = re.compile(
     r"^\W*(?:can|could|may|should)\s+(?:we|i|reps?|staff)\s+(?:[\w-]+\s+){1,2}?(?:a|an|any)\s", _I)
 
 
+# "Should the claim be denied if it arrives on day 91?": a decision asked about any case that meets a condition
+_CONDITIONAL_RULE = re.compile(
+    r"^\W*(?:should|would|will|must|can|could|may|does|do|is|are)\s+(?:the|a|an|any|her|his|their)\s+[^.?!]{0,80}?"
+    r"\b(?:if|when|unless|once)\s+(?:a|an|any|the|it|she|he|they|her|his|their)\b", _I)
+
+
 def _last_clause(question: str) -> str:
     body = question.strip().rstrip(".?! ")
     starts = [m.end() for m in _CLAUSE_BREAK.finditer(body)]
@@ -177,5 +183,7 @@ def asks_for_information(question: str) -> bool:
         return True
     last = _last_clause(question)
     if _RULE_QUESTION_FIRST.search(last):
+        return True
+    if _CONDITIONAL_RULE.search(last) and not URGENT.search(last):
         return True
     return bool(_MAY_WE_GENERIC.search(last)) and not SPECIFIC.search(last) and not URGENT.search(last)

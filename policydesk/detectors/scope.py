@@ -44,6 +44,7 @@ _OFF_TOPIC = tuple(re.compile(p, _I) for p in (
     r"\blegal\s+advice\b|\b(?:can|should)\s+i\s+sue\b|\b(?:lawyer|attorney|lawsuit|divorce|"
     r"custody)\b",
     r"\b(?:movies?|restaurants?|horoscope|lottery|vacation|capital\s+of)\b",
+    r"^\W*who\s+(?:wrote|invented|discovered|painted|composed|directed|founded|was\s+the\s+first)\b",
     # the workplace, not the plan: HR, payroll, IT, facilities
     r"\b(?:pto|paid\s+time\s+off|sick\s+days?|time\s+off|payroll|paychecks?|pay\s*stubs?|direct\s+deposit|timesheets?|"
     r"time\s*cards?|w-?2s?|401\s*\(?k\)?|dress\s+code|holiday\s+party|conference\s+rooms?|headsets?|vpn|wi-?fi|"
@@ -140,6 +141,57 @@ _COVERAGE = re.compile(
     r"cost|pay|billing|code|icd|referral)\b", _I)
 
 
+# Out of scope whatever plan words they use ("Write a haiku about claims processing", "how do I reset my
+# password for the claims system?"): creative writing, the staff member's own IT and workplace, and general
+# knowledge.
+_CREATIVE = re.compile(
+    r"\b(?:write|compose|draft|pen|make\s+up|come\s+up\s+with|give\s+me|tell\s+(?:me|us)|need|want|create|generate|"
+    r"do|craft|sing)\b[^.?!]{0,30}?\b(?:poems?|poetry|haikus?|limericks?|sonnets?|songs?|lyrics|raps?|jingles?|"
+    r"rhymes?|rhyming|jokes?|puns?|riddles?|(?:short\s+|bedtime\s+|funny\s+)?stor(?:y|ies)|fairy\s*tales?|"
+    r"toasts?|slogans?|taglines?|mottos?|chants?|acrostics?|fan\s*fiction|screenplay|novel)\b"
+    r"|\b(?:poem|haiku|limerick|sonnet|knock[\s-]knock)\b", _I)
+_IT_THING = (r"(?:passwords?|pass\s*codes?|pins?|log\s*-?ins?|accounts?|badges?|laptops?|computers?|pcs?|monitors?|screens?|"
+             r"headsets?|mics?|microphones?|keyboards?|mouse|printers?|vpn|outlook|e-?mail|inbox|calendar|teams|zoom|"
+             r"softphone|desk\s*phone|workstation|citrix|mfa|2fa|tokens?|authenticator(?:\s+app)?|wi-?fi|software|"
+             r"browser|chrome|excel|drive|desktop|webcam|camera|docking\s+station|dual\s+monitors?)")
+_STAFF_IT = re.compile(
+    rf"\b(?:my|our\s+team'?s?)\s+(?:[\w-]+\s+){{0,3}}?{_IT_THING}\b"
+    rf"|\b(?:i'?m|i\s+am|i\s+(?:got|get)|i\s+keep\s+getting|i\s+can'?t|i\s+cannot|i\s+forgot|i\s+lost|"
+    rf"i\s+need\s+(?:a\s+new|to\s+reset)|help\s+me)\s+"
+    rf"(?:[\w'-]+\s+){{0,4}}?(?:locked\s+out|log\s*(?:in|on)|sign\s+in|reset|unlock|{_IT_THING})\b"
+    rf"|\b(?:reset|unlock|install|reinstall|reimage|update)\s+(?:my|me)\b"
+    r"|\b(?:vpn|help\s*desk\s+ticket|it\s+ticket|service\s*desk|password\s+reset)\b"
+    rf"|\b(?:the|my|our)\s+(?:[\w-]+\s+){{0,3}}?{_IT_THING}\b[^.?!]{{0,40}}\b(?:jammed|broken|not\s+working|"
+    r"stopped\s+working|won'?t\s+(?:work|turn|connect|load|print|start|sync)|keeps?\s+(?:crashing|freezing|dropping|"
+    r"kicking|disconnecting)|crashed|frozen|isn'?t\s+syncing)\b"
+    # the workplace, whatever words it shares with the plan ("is tuition reimbursement available for employees")
+    r"|\b(?:tuition|pto|payroll|paychecks?|pay\s*stubs?|direct\s+deposit|timesheets?|time\s*cards?|w-?2s?|"
+    r"401\s*\(?k\)?|performance\s+reviews?|shift\s+swaps?|dress\s+code|holiday\s+party|break\s+room|cafeteria|"
+    r"parking\s+(?:pass|garage|lot|spot))\b", re.IGNORECASE)
+# The member's or a caller's own account is a plan question ("the member is locked out of the portal").
+_SOMEONE_ELSE = re.compile(r"\b(?:member|members|caller|subscriber|provider|patient|her|his|their|she|he|they)\b", _I)
+_GENERAL_KNOWLEDGE = re.compile(
+    r"\bcapital\s+of\b"
+    r"|\b(?:which|what)\s+(?:planet|country|continent|ocean|river|mountain|element|animal|language|city)\b"
+    r"|\bhow\s+(?:far|tall|high|deep|big|old)\s+is\s+(?:the\s+)?(?:moon|sun|earth|mount|mt\.?|everest|ocean|"
+    r"universe|eiffel|statue)\b|\bhow\s+many\s+(?:ounces|inches|feet|miles|cups|grams|pounds|liters|litres|"
+    r"kilometers|teaspoons|tablespoons|days\s+in\s+a\s+leap)\b|\bsquare\s+root\b|\bconvert\s+[\d.,]+\s*\w+\s+(?:to|into)\b"
+    r"|\b(?:summari[sz]e|plot\s+of)\s+(?:the\s+)?(?:plot|book|novel|movie|film)\b|\bplot\s+of\b|\bbook\s+club\b"
+    r"|\btranslate\b[^.?!]{0,40}\binto\s+(?:spanish|french|german|tagalog|chinese|mandarin|vietnamese|korean|"
+    r"russian|arabic|italian|japanese|portuguese|hindi)\b"
+    r"|\b(?:history|origins?)\s+of\s+(?:the\s+)?(?:affordable\s+care\s+act|aca|obamacare|medicare|medicaid|hmos?|"
+    r"health\s+insurance|insurance|managed\s+care)\b", _I)
+
+
+def off_topic_anyway(question: str) -> bool:
+    """Creative writing, the staff member's own IT or workplace, general knowledge: out of scope even
+    when the question uses plan words."""
+    if _CREATIVE.search(question) or _GENERAL_KNOWLEDGE.search(question):
+        return True
+    m = _STAFF_IT.search(question)
+    return bool(m) and not (_SOMEONE_ELSE.search(question) and not re.search(r"\b(?:my|i|i'm|me)\b", question, _I))
+
+
 def has_plan_vocabulary(question: str) -> bool:
     """Any health-plan word at all (plan, claim, member, provider, benefit, ...)."""
     return bool(_DOMAIN.search(question))
@@ -161,7 +213,8 @@ _BENEFIT = re.compile(
     r"enroll\w*|timely\s+filing|filing\s+limits?|denials?|denied|grievances?|eob|explanation\s+of\s+benefits|"
     r"cob|subscribers?|dependents?|medicare|medicaid|cpt|hcpcs|icd-?10|modifiers?|billing|billed|reimburs\w*|"
     r"adjudicat\w*|pcp|specialists?|telehealth|dme|utilization|exclusions?|waiting\s+period|cobra|hsa|fsa|hra|"
-    r"date\s+of\s+service|prior\s+auth\w*|visits?)\b(?!\s+letters?)", _I)
+    r"date\s+of\s+service|prior\s+auth\w*|visits?|newborns?|births?|adoptions?|qualifying\s+(?:life\s+)?events?|"
+    r"special\s+enrollment)\b(?!\s+letters?)", _I)
 
 
 def asks_about_this_plan(question: str) -> bool:
@@ -180,6 +233,8 @@ def is_out_of_scope(question: str, other_payers: Sequence[str] | None = None) ->
     if _LEGAL_ADVICE.search(question):
         return True
     if _PLAN_SHOPPING.search(question) or asks_about_other_payer(question, other_payers):
+        return True
+    if off_topic_anyway(question):
         return True
     if _DOMAIN.search(question):
         return False
