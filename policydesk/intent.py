@@ -15,7 +15,8 @@ local MiniLM sentence embeddings, fitted on the labelled train split only
 - training data: the train split minus out-of-scope cases a rule refuses in spite of their plan
   vocabulary (`fitted_cases`: other payers' rules, clinical advice), which the rules decide;
 - decision: a rule hit, or a class probability at or above its threshold. A learned claim action
-  also needs an action verb and must not be a request for information (`asks_for_information`:
+  also needs an action verb (the rules' list or the transactional inventory in
+  `policydesk.detectors.actions`) and must not be a request for information (`asks_for_information`:
   a wh-question, "please explain", a last clause asking about the rule). A learned out-of-scope
   guess on a question framed as this plan's benefits or rules (`asks_about_this_plan`: "copay",
   "out-of-pocket", "does the plan cover") needs 0.9, not 0.5: the embedding alone refused short

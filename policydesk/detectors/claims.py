@@ -14,6 +14,10 @@ denied?", "could her PT extension be approved?") or a time the rep wants it done
 denial on the genetic test be lifted today?"). A request someone else made, reported or
 quoted ("the member asked me to just approve it; what do I tell her?"), is a question about
 it unless the rep also asks PolicyDesk to do it (`policydesk.detectors.phrasing`).
+
+Beside the patterns below, a request is recognized by its shape whatever the verb
+(`policydesk.detectors.actions`: request frame + transactional verb + one case's object, or a
+sentence-initial imperative with a case object); its spans go through the same reported-speech check.
 """
 
 from __future__ import annotations

@@ -148,7 +148,8 @@ _CREATIVE = re.compile(
     r"\b(?:write|compose|draft|pen|make\s+up|come\s+up\s+with|give\s+me|tell\s+(?:me|us)|need|want|create|generate|"
     r"do|craft|sing)\b[^.?!]{0,30}?\b(?:poems?|poetry|haikus?|limericks?|sonnets?|songs?|lyrics|raps?|jingles?|"
     r"rhymes?|rhyming|jokes?|puns?|riddles?|(?:short\s+|bedtime\s+|funny\s+)?stor(?:y|ies)|fairy\s*tales?|"
-    r"toasts?|slogans?|taglines?|mottos?|chants?|acrostics?|fan\s*fiction|screenplay|novel)\b"
+    r"toasts?|slogans?|taglines?|mottos?|chants?|acrostics?|fan\s*fiction|screenplay|novel|"
+    r"(?:motivational|inspirational|inspiring|funny)\s+(?:quotes?|sayings?|speech))\b"
     r"|\b(?:poem|haiku|limerick|sonnet|knock[\s-]knock)\b", _I)
 _IT_THING = (r"(?:passwords?|pass\s*codes?|pins?|log\s*-?ins?|accounts?|badges?|laptops?|computers?|pcs?|monitors?|screens?|"
              r"headsets?|mics?|microphones?|keyboards?|mouse|printers?|vpn|outlook|e-?mail|inbox|calendar|teams|zoom|"
