@@ -158,7 +158,10 @@ _RULE_QUESTION_FIRST = re.compile(
     r"|(?:can|could|would|will|does|do)\s+(?:a|an|any)\s"
     # a third party's rule: "can DME cover that after the fact?", "will the plan pay for ...?"
     r"|(?:can|could|will|would|should|may)\s+(?!you\b|u\b|we\b|i\b)(?:the\s+plan|the\s+\w+|\w+)\s+"
-    r"(?:cover|pay|reimburse|allow|accept|require|need)\b)", _I)
+    r"(?:cover|pay|reimburse|allow|accept|require|need)\b"
+    # what someone else may do: "..., can they resubmit it the same week?", "can providers refile online?"
+    r"|(?:can|could|may|must|should|do|does|will|would)\s+(?:they|he|she|providers?|members?|doctors?|offices?|"
+    r"the\s+(?:provider|member|doctor|office|caller|pharmacy|facility|hospital|clinic)(?!'s))\s+(?!get\b|have\b)\w+)", _I)
 # "can we accept a claim received on day 95 if ...": whether an action is allowed on some case, not
 # this one (no possessive, demonstrative or deadline)
 _MAY_WE_GENERIC = re.compile(
