@@ -110,11 +110,13 @@ def test_regression_case(case, gate):
 
 
 def test_validation_split_floors(gate):
+    # ref15b (docs/refusal.md, "Before test_v4"): 1.000 / 1.000 / 0.984, 0 of 129 false refusals on
+    # both ONNX engines; the floors leave a case or two of room for an engine change.
     report = evaluate(gate, load_cases("validation"))
-    assert report.recall("member_identifier") >= 0.95
-    assert report.recall("claim_action") >= 0.95
-    assert report.recall("out_of_scope") >= 0.90
-    assert report.false_refusal_rate <= 0.02
+    assert report.recall("member_identifier") >= 0.98
+    assert report.recall("claim_action") >= 0.98
+    assert report.recall("out_of_scope") >= 0.95
+    assert report.false_refusal_rate <= 0.01
 
 
 def test_train_out_of_fold_floors(gate):
@@ -123,9 +125,10 @@ def test_train_out_of_fold_floors(gate):
     fitted = gate.intent
     report = out_of_fold(gate, load_cases("train"))
     assert gate.intent is fitted  # the production classifier is put back
-    assert report.recall("member_identifier") >= 0.95
-    assert report.recall("claim_action") >= 0.95
-    assert report.recall("out_of_scope") >= 0.90
+    # ref15b: 1.000 / 1.000 / 0.961, 3-4 of 275 false refusals (1.1-1.5%) depending on the ONNX engine
+    assert report.recall("member_identifier") >= 0.98
+    assert report.recall("claim_action") >= 0.98
+    assert report.recall("out_of_scope") >= 0.93
     assert report.false_refusal_rate <= 0.02
 
 
