@@ -51,32 +51,27 @@ _CREATE_VERBS = ("do", "file", "refile", "lodge", "submit", "resubmit", "open", 
 _IRREGULAR_PARTICIPLE = {
     "pay": "paid", "send": "sent", "resend": "resent", "put": "put", "cut": "cut", "set": "set", "reset": "reset",
     "write": "written", "withdraw": "withdrawn", "hold": "held", "uphold": "upheld", "run": "run", "rerun": "rerun",
-    "split": "split", "key": "keyed", "okay": "okayed", "retro": "retroed", "retro-auth": "retro-authed",
-    "speed": "sped", "do": "done", "fast-track": "fast-tracked", "comp": "comped",
+    "split": "split", "key": "keyed", "retro-auth": "retro-authed", "speed": "sped", "do": "done",
 }
-_DOUBLE_FINAL = {"stop", "flag", "drop", "submit", "resubmit", "transfer", "cancel", "refer", "ship", "omit",
-                 "permit", "admit", "zero"}
-_NO_PARTICIPLE = {"zero"}
+# a doubled final consonant ("stopped", "transferring"); "cancel" has both spellings
+_DOUBLE_FINAL = {"stop", "flag", "drop", "submit", "resubmit", "transfer", "cancel"}
 
 
-def _participle(verb: str) -> str:
+def _participles(verb: str) -> list[str]:
     if verb in _IRREGULAR_PARTICIPLE:
-        return _IRREGULAR_PARTICIPLE[verb]
-    if verb in _DOUBLE_FINAL and verb not in _NO_PARTICIPLE:
-        return verb + verb[-1] + "ed"
-    if verb.endswith("e"):
-        return verb + "d"
-    if verb.endswith("y") and verb[-2] not in "aeiou":
-        return verb[:-1] + "ied"
-    return verb + "ed"
-
-
-def _gerund(verb: str) -> str:
+        return [_IRREGULAR_PARTICIPLE[verb]]
+    forms = [verb + "d" if verb.endswith("e") else verb[:-1] + "ied" if verb.endswith("y") and verb[-2] not in "aeiou"
+             else verb + "ed"]
     if verb in _DOUBLE_FINAL:
-        return verb + verb[-1] + "ing"
-    if verb.endswith("e") and not verb.endswith(("ee", "ye")):
-        return verb[:-1] + "ing"
-    return verb + "ing"
+        forms.append(verb + verb[-1] + "ed")
+    return forms
+
+
+def _gerunds(verb: str) -> list[str]:
+    forms = [verb[:-1] + "ing" if verb.endswith("e") and not verb.endswith(("ee", "ye")) else verb + "ing"]
+    if verb in _DOUBLE_FINAL:
+        forms.append(verb + verb[-1] + "ing")
+    return forms
 
 
 def _alternation(words) -> str:
@@ -86,10 +81,10 @@ def _alternation(words) -> str:
 # "re-", "retro-", "un-" on any verb ("re-send", "retro-authorize", "unblock"); "retroactively" before it.
 _PREFIX = r"(?:re-|retro-?|un-?)?"
 _VERB = rf"(?:retroactively\s+)?{_PREFIX}(?:{_alternation(ACTION_VERBS)})"
-_VERB_ING = rf"{_PREFIX}(?:{_alternation(_gerund(v) for v in ACTION_VERBS)})"
+_VERB_ING = rf"{_PREFIX}(?:{_alternation(g for v in ACTION_VERBS for g in _gerunds(v))})"
 _CREATE = rf"{_PREFIX}(?:{_alternation(_CREATE_VERBS)})"
 # The participles, for "I need the check reissued", "can her PA be escalated today?"
-PARTICIPLES = rf"(?:{_alternation(_participle(v) for v in ACTION_VERBS if v not in _NO_PARTICIPLE)})"
+PARTICIPLES = rf"(?:{_alternation(p for v in ACTION_VERBS for p in _participles(v))})"
 _PARTICLE = r"(?:\s+(?:out|back|through|off|in|up|over|down|ahead\s+with|on))?"
 
 # One case's things: what a claim action is done to.
@@ -106,7 +101,7 @@ CASE_NOUNS = (
     r"limits?|deadlines?|flags?|lock-?ins?|status|DOS|dates?\s+of\s+service|NDC|modifiers?|place\s+of\s+service|"
     r"diagnos[ie]s|837s?|submissions?|resubmissions?|corrections?|extensions?|waivers?|approvals?|retros?|"
     r"episodes?|tickets?|medication|meds|drugs?|infusions?|surgery|procedures?|MRI|CT|transport|ambulance|"
-    r"newborn|baby|dependents?|spouse|policy|plan|account)\b"
+    r"newborn|baby|dependents?|spouse|policy|plan)\b"
 )
 _DET = (r"(?:the|this|that|these|those|her|his|their|its|our|my|your|both|every|each|all(?:\s+of)?(?:\s+(?:the|her|his|their))?"
         r"|[\w-]+'s|[\w-]+s')")
