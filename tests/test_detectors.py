@@ -356,6 +356,7 @@ def test_requests_to_act_on_a_case_are_claim_actions_whatever_the_verb(text):
         "Should the claim be voided if it was billed under the wrong member?",
         "Provider Dr. Ruth Okoye's office asks whether referrals expire.",
         "Update: the appeals fax number changed. Which number do providers use now?",
+        "Apply the deductible first, then coinsurance?",
     ],
 )
 def test_questions_that_use_action_verbs_are_not_claim_actions(text):

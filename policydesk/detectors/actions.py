@@ -17,7 +17,8 @@ go ahead and / we need to ...") + an action verb + an object that is one case's 
 
 What is not a request: a question that opens with a wh-word or an auxiliary ("how do I file the
 appeal?", "can a provider file the appeal for the member?" have no request frame), an either/or
-question ("Approve or deny: which decision applies ...?", "Pay the claim at 80 or 100 percent?"),
+question ("Approve or deny: which decision applies ...?", "Apply the deductible first or the copay?"),
+an imperative with no request word that ends in "?" ("Apply the deductible first, then coinsurance?"),
 and a request someone else made (reported speech, `policydesk.detectors.phrasing`), which
 `policydesk.detectors.claims` applies to every claim-action span.
 """
@@ -223,6 +224,19 @@ def _keeps(question: str, m: re.Match, by_comma: bool) -> bool:
     return True
 
 
+# What turns a bare imperative that ends in "?" back into a request ("Reissue it today, please?").
+_ASKED_ANYWAY = re.compile(r"\b(?:please|pls|plz|kindly|can|could|would|will|you|u|mind|let'?s|go\s+ahead|need|want|"
+                           r"today|now|asap|right\s+away)\b", _I)
+
+
+def _bare_question(question: str, m: re.Match, lead: str) -> bool:
+    """An imperative with no request word whose sentence ends in "?" asks what to do ("Apply the
+    deductible first, then coinsurance?", "Refile it or send a corrected claim?")."""
+    start, end = _sentence_at(question, m.start("verb"))
+    sentence = question[start:end].rstrip()
+    return sentence.endswith("?") and not _ASKED_ANYWAY.search(sentence)
+
+
 def case_action_spans(question: str) -> list[tuple[int, int]]:
     """Spans of requests to act on one case, by shape (see the module docstring)."""
     spans = []
@@ -230,7 +244,7 @@ def case_action_spans(question: str) -> list[tuple[int, int]]:
         for m in pattern.finditer(question):
             lead = question[m.start():m.start("verb")].lstrip()
             by_comma = lead.startswith(",") or bool("conj" in pattern.groupindex and m.group("conj"))
-            if _keeps(question, m, by_comma):
+            if _keeps(question, m, by_comma) and not _bare_question(question, m, lead):
                 spans.append((m.start("verb"), m.end()))
     for m in _CAN_WE.finditer(question):
         start, end = _sentence_at(question, m.start("verb"))
