@@ -399,7 +399,7 @@ def test_plan_lines_policy_numbers_and_code_ranges_are_not_identifiers(text):
         "tell us a joke about coinsurance",
         "my headset keeps dropping calls on the appeals line, who fixes it?",
         "What's the capital of Canada?",
-        "Tell me about the history of Medicare.",
+        "Tell me about the history of the Affordable Care Act.",
     ],
 )
 def test_staff_it_creative_and_general_knowledge_are_out_of_scope_whatever_plan_words(text):
@@ -412,6 +412,11 @@ def test_staff_it_creative_and_general_knowledge_are_out_of_scope_whatever_plan_
         "the member is locked out of the portal, how does she reset her password?",
         "Is a newborn covered from birth if added within 30 days?",
         "Who wrote the referral doesn't matter if the PCP left the network, right?",
+        "Can I send the appeal form to the member from my email?",
+        "What language does the member speak, and is an interpreter covered?",
+        "Tell me the story behind the filing limit change.",
+        "Does her history of Medicaid coverage count as creditable coverage?",
+        "how many miles can non-emergency transport go?",
     ],
 )
 def test_member_account_and_plan_questions_stay_in_scope(text):
