@@ -186,6 +186,8 @@ _GENERAL_KNOWLEDGE = re.compile(
     r"|\bhow\s+many\s+(?:ounces|inches|feet|miles|cups|grams|pounds|liters|litres|kilometers|teaspoons|tablespoons|"
     r"seconds|minutes)\s+(?:are\s+)?in\s+(?:a|an|one)\b"
     r"|\bsquare\s+root\b|\bconvert\s+[\d.,]+\s*\w+\s+(?:to|into)\b"
+    # translating a quoted phrase (not "translate the denial letter for the member")
+    r"|\btranslate\s+['\"“‘]"
     r"|\b(?:summari[sz]e|plot\s+of)\s+(?:the\s+)?(?:plot|book|novel|movie|film)\b|\bbook\s+club\b"
     r"|\b(?:tell\s+me\s+about|what\s+is|what's|explain)\s+the\s+(?:history|origins?)\s+of\b"
     r"|\b(?:history|origins?)\s+of\s+(?:the\s+)?(?:affordable\s+care\s+act|aca|obamacare|hmos?|managed\s+care)\b", _I)
