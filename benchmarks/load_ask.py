@@ -1,11 +1,17 @@
 """Bounded loopback load test of the ask endpoint.
 
-    .venv/bin/python benchmarks/load_ask.py --clients 8 --requests 200
+    .venv/bin/python benchmarks/load_ask.py --clients 8 --requests 200 [--workers 2] [--tree DIR]
 
 Starts `policydesk serve` on its own embedded Postgres (a fresh data dir under /tmp), signs in
 one rep per client, and has each client POST /ask `--requests` times (questions cycle through
 a fixed list, some with dates). Stops by itself. Reports status counts, p50/p95 latency,
-trace rows written vs requests served, and the server's RSS over the run.
+trace rows written vs requests served, whether the trace hash chain verifies, the server's RSS
+over the run, and CPU seconds per request of the server (every worker), of Postgres (every
+process of the cluster) and of this client process, with the load average before and after.
+
+`--tree DIR` runs the server (and its setup) from another checkout, e.g. a `git archive` of
+main, so a before/after pair uses the same client; `--workers N` passes `serve --workers N`
+(leave it out for a checkout whose `serve` has no such option).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,18 +79,25 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=200, help="per client")
     ap.add_argument("--port", type=int, default=8123)
+    ap.add_argument("--workers", type=int, default=None, help="serve --workers N (default: not passed)")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="checkout the server runs from (PYTHONPATH)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="where the JSON goes")
+    ap.add_argument("--keep-data", action="store_true", help="keep the run's data dir (deleted by default)")
+    ap.add_argument("--label", default="", help="a name stored in the JSON (e.g. main, branch)")
     args = ap.parse_args()
 
+    tree = args.tree.resolve()
     data = Path(tempfile.mkdtemp(prefix="policydesk-load-"))
-    env = dict(os.environ, POLICYDESK_DATA_DIR=str(data), HF_HUB_OFFLINE="1")
+    env = dict(os.environ, POLICYDESK_DATA_DIR=str(data), HF_HUB_OFFLINE="1", PYTHONPATH=str(tree))
     env.pop("DATABASE_URL", None)
     cli = str(BIN / "policydesk")
-    subprocess.run([cli, "demo", "--no-serve"], env=env, check=True, capture_output=True, cwd=ROOT)
+    subprocess.run([cli, "demo", "--no-serve"], env=env, check=True, capture_output=True, cwd=tree)
     users = [(f"load{i}", f"load-password-{i}") for i in range(args.clients)]  # 12+ characters
     for name, pw in users:
         subprocess.run([cli, "users", "add", name, "--role", "rep", "--password", pw], env=env, check=True,
-                       capture_output=True, cwd=ROOT)
-    server = subprocess.Popen([cli, "serve", "--port", str(args.port)], env=env, cwd=ROOT,
+                       capture_output=True, cwd=tree)
+    serve = [cli, "serve", "--port", str(args.port)] + (["--workers", str(args.workers)] if args.workers else [])
+    server = subprocess.Popen(serve, env=env, cwd=tree,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{args.port}"
     try:
@@ -94,21 +108,31 @@ def main() -> None:
             except httpx.HTTPError:
                 time.sleep(1)
         proc = psutil.Process(server.pid)
-        # warm-up: one ask so model load is not counted in RSS growth or latency
+        # warm-up: one pass over the questions per client, so every worker has loaded its model
+        # and answered each kind of question before anything is counted
         warm_out, warm_err = [], []
-        _client(base, *users[0], 1, warm_out, warm_err)
+        warm = [threading.Thread(target=_client, args=(base, name, pw, len(QUESTIONS), warm_out, warm_err))
+                for name, pw in users]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
         traces_before = _trace_count(env)
-        rss = [proc.memory_info().rss]
+        sessions_before = _sessions(env)
+        rss = [_rss(proc)]
         stop = threading.Event()
 
         def sample():
             while not stop.wait(1.0):
-                rss.append(proc.memory_info().rss)
+                rss.append(_rss(proc))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         out: list = []
         errors: list = []
+        pgdata = data / "pg"
+        load_before = os.getloadavg()
+        cpu0 = (_tree_cpu(proc), _postgres_cpu(pgdata), time.process_time())
         t0 = time.perf_counter()
         threads = [threading.Thread(target=_client, args=(base, name, pw, args.requests, out, errors))
                    for name, pw in users]
@@ -117,13 +141,19 @@ def main() -> None:
         for t in threads:
             t.join()
         wall = time.perf_counter() - t0
+        cpu1 = (_tree_cpu(proc), _postgres_cpu(pgdata), time.process_time())
+        load_after = os.getloadavg()
         stop.set()
         sampler.join()
-        rss.append(proc.memory_info().rss)
+        rss.append(_rss(proc))
         traces_after = _trace_count(env)
+        sessions_after = _sessions(env)
+        chain = _chain_ok(env)
     finally:
         server.terminate()
         server.wait(30)
+        if not args.keep_data:  # the cluster stopped with its last user, the server
+            shutil.rmtree(data, ignore_errors=True)
 
     statuses: dict[int, int] = {}
     for code, _ in out:
@@ -138,21 +168,88 @@ def main() -> None:
         "served_200": statuses.get(200, 0), "trace_rows_written": traces_after - traces_before,
         "rss_mb_first_third_mean": round(statistics.mean(rss[:third]) / 2**20, 1),
         "rss_mb_last_third_mean": round(statistics.mean(rss[-third:]) / 2**20, 1),
-        "rss_mb_max": round(max(rss) / 2**20, 1), "cpu_count": os.cpu_count(), "loadavg_end": os.getloadavg(),
+        "rss_mb_max": round(max(rss) / 2**20, 1), "cpu_count": os.cpu_count(),
+        # backends Postgres started during the run (pg_stat_database.sessions): connections a pool
+        # opened and closed again, each a fork plus authentication
+        "postgres_sessions_per_request": round((sessions_after - sessions_before - 1) / max(1, len(out)), 3),
+        "label": args.label, "tree": str(tree), "workers": args.workers or 1, "trace_chain_ok": chain,
+        "loadavg_before": load_before, "loadavg_end": load_after,
+        # CPU seconds per request sent: the server (all its processes), Postgres, this client
+        "cpu_ms_per_request": {k: round((b - a) / max(1, len(out)) * 1000, 1) for k, a, b in
+                               zip(("server", "postgres", "client"), cpu0, cpu1)},
     }
     print(json.dumps(report, indent=2))
-    results = ROOT / "benchmarks" / "results"
+    results = args.out
     results.mkdir(parents=True, exist_ok=True)
-    (results / f"load_ask_{time.strftime('%Y%m%dT%H%M%S')}.json").write_text(json.dumps(report, indent=2))
-    ok = report["five_xx"] == 0 and not errors and report["trace_rows_written"] == report["served_200"]
+    (results / f"load_ask_{time.strftime('%Y%m%dT%H%M%S')}{'_' + args.label if args.label else ''}.json").write_text(json.dumps(report, indent=2))
+    ok = (report["five_xx"] == 0 and not errors and report["trace_rows_written"] == report["served_200"]
+          and chain)
     sys.exit(0 if ok else 1)
+
+
+def _rss(proc: psutil.Process) -> int:
+    """Resident memory of the server and its worker processes."""
+    return sum(p.memory_info().rss for p in _tree(proc))
+
+
+def _tree(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return [proc]
+
+
+def _tree_cpu(proc: psutil.Process) -> float:
+    """CPU seconds of `proc`, its live descendants, and the children it has reaped (a postmaster
+    reaps every backend that exits: a pool's overflow connections come and go)."""
+    try:
+        t = proc.cpu_times()
+        total = t.children_user + t.children_system
+    except psutil.NoSuchProcess:
+        return float("nan")
+    for p in _tree(proc):
+        try:
+            total += sum(p.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def _postgres_cpu(pgdata: Path) -> float:
+    """CPU seconds of the embedded cluster: its postmaster (from postmaster.pid) and children."""
+    try:
+        return _tree_cpu(psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0])))
+    except (OSError, ValueError, psutil.NoSuchProcess):
+        return float("nan")
+
+
+def _chain_ok(env: dict) -> bool:
+    """`policydesk traces verify`-style check of the trace hash chain after the run."""
+    code = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
+            "from policydesk.storage.chain import verify_chain; db = open_database(Settings()); "
+            "r = verify_chain(db.owner); print(r.ok, r.rows)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=env["PYTHONPATH"])
+    return out.stdout.strip().splitlines()[-1].startswith("True")
+
+
+def _sessions(env: dict) -> int:
+    """Sessions ever established on the server's database (Postgres 14+), this check's own included."""
+    code = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
+            "from sqlalchemy import text; db = open_database(Settings()); c = db.owner.connect(); "
+            "print(c.execute(text('SELECT sessions FROM pg_stat_database WHERE datname = current_database()'))"
+            ".scalar_one())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=env["PYTHONPATH"])
+    return int(out.stdout.strip().splitlines()[-1])
 
 
 def _trace_count(env: dict) -> int:
     code = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
             "from sqlalchemy import text; db = open_database(Settings()); "
             "c = db.owner.connect(); print(c.execute(text('SELECT count(*) FROM traces')).scalar_one())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=env["PYTHONPATH"])
     return int(out.stdout.strip().splitlines()[-1])
 
 
