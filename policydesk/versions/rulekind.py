@@ -63,6 +63,9 @@ def stem(word: str) -> str:
     return w[:4]
 
 
+_STOP_STEMS = frozenset(stem(w) for w in _STOP)  # once per process: every chunk's terms drop them
+
+
 def _terms(text: str, *, keep_capitalised: bool) -> set[str]:
     out = set()
     text = _ANCHOR.sub(" ", text)
@@ -73,7 +76,7 @@ def _terms(text: str, *, keep_capitalised: bool) -> set[str]:
         if not keep_capitalised and i > 0 and word[0].isupper():
             continue  # a name inside a sentence, not a word about the rule
         out.add(stem(word))
-    return out - {stem(w) for w in _STOP}
+    return out - _STOP_STEMS
 
 
 def sentence_around(text: str, start: int, end: int) -> str:
