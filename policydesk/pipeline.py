@@ -7,10 +7,14 @@ ever ranked, reasoned over, or generated from.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from datetime import date
+from typing import Any
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import QueryBundle
+from pydantic import PrivateAttr
 from sqlalchemy.orm import Session
 
 from policydesk import metrics
@@ -54,6 +58,72 @@ def _quoted(d: QuestionDate) -> str:
     return f"\u201c{d.text}\u201d ({d.value.isoformat()})"
 
 
+# The query vectors of the request under way, by text (see RequestEmbedding).
+_request_vectors: contextvars.ContextVar[dict[str, list[float]] | None] = contextvars.ContextVar(
+    "policydesk_request_vectors", default=None)
+
+
+class RequestEmbedding(BaseEmbedding):
+    """The pipeline's embedding model, remembering each query vector for the rest of its request.
+
+    The dense arm embeds the question, and the offline answerer ranks sentences against the same
+    question (each part of a split question): the second asks for a vector the first computed,
+    which cost a whole model run per answer (issue 17, point 4). The vectors live only while
+    `AskPipeline.ask` runs and are keyed by the exact text, so nothing crosses requests or users;
+    outside a request, and for every text (chunk) embedding, it is the wrapped model unchanged.
+    """
+
+    _inner: Any = PrivateAttr()
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(model_name=getattr(inner, "model_name", "unknown"),
+                         embed_batch_size=getattr(inner, "embed_batch_size", 10))
+        self._inner = inner
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RequestEmbedding"
+
+    @property
+    def inner(self) -> Any:
+        return self._inner
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        vectors = _request_vectors.get()
+        if vectors is not None and query in vectors:
+            return vectors[query]
+        vector = self._inner.get_query_embedding(query)
+        if vectors is not None:
+            vectors[query] = vector
+        return vector
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        vectors = _request_vectors.get()
+        if vectors is not None and query in vectors:
+            return vectors[query]
+        vector = await self._inner.aget_query_embedding(query)
+        if vectors is not None:
+            vectors[query] = vector
+        return vector
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._inner.get_text_embedding(text)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._inner.get_text_embedding_batch(texts)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await self._inner.aget_text_embedding(text)
+
+    def __getattr__(self, name: str) -> Any:  # anything else the wrapped model offers
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_"):
+                raise
+            return getattr(self._inner, name)
+
+
 class AskError(Exception):
     """A request that can't proceed: unknown user, bad date. Traced where a user is known."""
 
@@ -70,7 +140,9 @@ class AskPipeline:
         self.store = chunk_vector_store(db)
         self.lookup = VersionLookup(db)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
-        self.gate = gate or gate_for(db, settings, embed_model)
+        # The gate fits its classifier on the model itself (a RequestEmbedding only adds per-request reuse).
+        self.gate = gate or gate_for(
+            db, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
         self.what_changed = what_changed or shared_detector()
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
@@ -133,6 +205,15 @@ class AskPipeline:
         draft = TraceDraft()
         result = AskResult(question=req.question, user_name=req.user_name, role=None, trace_id=draft.id)
         clearance: Clearance | None = None
+        vectors = _request_vectors.set({})  # this request's query vectors (RequestEmbedding)
+        try:
+            self._ask(req, draft, result)
+        finally:
+            _request_vectors.reset(vectors)
+        return result
+
+    def _ask(self, req: AskRequest, draft: TraceDraft, result: AskResult) -> None:
+        clearance: Clearance | None = None
         with active_trace(draft):
             try:
                 with draft.stage("resolve_role"):
@@ -156,7 +237,6 @@ class AskPipeline:
                 result.abstain(result.error, "error")
             result.prompts = list(draft.prompts)
             self._record(req, result, clearance, draft)
-        return result
 
     def _run(self, req: AskRequest, result: AskResult, clearance: Clearance, dates: dict[str, date], draft: TraceDraft) -> None:
         # -- step 2: refuse early, before retrieval, with no model call ---------------------
@@ -319,5 +399,12 @@ def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | No
                    gate: RefusalGate | None = None) -> AskPipeline:
     from policydesk.providers import embedding_for, llm_for
 
-    return AskPipeline(db, settings, embed_model or embedding_for(settings), llm or llm_for(settings), today=today,
-                       gate=gate)
+    from policydesk.providers.local import local_embedding
+
+    embed_model = embed_model or embedding_for(settings)
+    if llm is None and not settings.GEMINI_API_KEY and embed_model is local_embedding(settings):
+        # The offline answerer ranks sentences with the model retrieval used, through one
+        # RequestEmbedding, so the question is embedded once per request, not twice.
+        embed_model = RequestEmbedding(embed_model)
+        llm = llm_for(settings, embed_model)
+    return AskPipeline(db, settings, embed_model, llm or llm_for(settings), today=today, gate=gate)
