@@ -248,7 +248,12 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
               "--forwarded-allow-ips",
               help="Proxy addresses whose X-Forwarded-For is trusted (comma-separated). Behind a reverse "
                    "proxy, set it to the proxy's address, or every user shares the proxy's sign-in "
-                   "throttle counter.")] = "127.0.0.1") -> None:
+                   "throttle counter.")] = "127.0.0.1",
+          workers: Annotated[int, typer.Option(
+              "--workers", min=1, envvar="POLICYDESK_SERVE_WORKERS",
+              help="Worker processes (each loads its own embedding model, ~0.7 GB). Sessions, sign-in "
+                   "throttling, rate limits and the trace chain live in Postgres, so every worker "
+                   "agrees; more than one uses more than one core.")] = 1) -> None:
     """Serve the web app."""
     import uvicorn
 
@@ -256,8 +261,11 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
 
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
-    uvicorn.run(create_app(get_settings()), host=host, port=port, proxy_headers=True,
-                forwarded_allow_ips=forwarded_allow_ips)
+    options = dict(host=host, port=port, proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+    if workers > 1:  # each worker process builds the app from the same settings (environment)
+        uvicorn.run("policydesk.web.app:app_from_settings", factory=True, workers=workers, **options)
+    else:
+        uvicorn.run(create_app(get_settings()), **options)
 
 
 @app.command()

@@ -100,7 +100,8 @@ def open_database(settings, database: str | None = None) -> Database:
     """Engines for the configured database. Migrations must have run for the app role to exist."""
     owner = owner_url(settings.DATABASE_URL, settings.DATA_DIR, database)
     app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD)
-    engine_kwargs = {"pool_pre_ping": True}
+    # pg_stat_activity names the process holding each connection (one per `serve` worker).
+    engine_kwargs = {"pool_pre_ping": True, "connect_args": {"application_name": f"policydesk-{os.getpid()}"}}
     owner_engine = create_engine(owner, **engine_kwargs)
     app_engine = create_engine(app, **engine_kwargs)
     # No pool for async: each asyncio.run() has its own loop, and a pooled connection must not

@@ -85,6 +85,14 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     return app
 
 
+def app_from_settings() -> FastAPI:
+    """The app as each worker of `policydesk serve --workers N` builds it (uvicorn's factory):
+    settings from the environment the workers inherit, its own engines and pipeline."""
+    from policydesk.config import get_settings
+
+    return create_app(get_settings())
+
+
 def _wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "application/json" in accept and "text/html" not in accept

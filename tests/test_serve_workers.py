@@ -1,0 +1,135 @@
+"""`policydesk serve --workers 2`: two real worker processes answer at the same time on one
+embedded Postgres, and the trace hash chain stays one unbroken chain (issue 17, point 4).
+
+Each trace's hash links to the row before it; the insert trigger takes a transaction-scoped
+advisory lock before it reads the chain's head, so two processes appending at once must queue,
+never both link to the same head (a fork). Run as users would: the CLI starts the server, eight
+clients sign in and ask over fresh connections, so the kernel hands requests to both workers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from policydesk.config import Settings
+from policydesk.ingest import ingest_directory
+from policydesk.runtime import open_migrated
+from policydesk.storage.chain import verify_chain
+from policydesk.storage.engine import stop_embedded_server
+from policydesk.users import add_user
+from tests.test_ingest import _corpus, _entries
+from tests.web_helpers import PASSWORD, csrf_from, text_of
+
+pytestmark = pytest.mark.slow
+
+CLI = str(Path(sys.executable).parent / "policydesk")
+REPO = Path(__file__).resolve().parent.parent
+QUESTIONS = ("What is the timely filing limit?", "How long does a member have to file an appeal?")
+CLIENTS, ASKS = 8, 6
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, embed_model):
+    data_dir = tmp_path_factory.mktemp("workers")
+    settings = Settings(DATA_DIR=data_dir, _env_file=None)
+    db = open_migrated(settings)
+    corpus = _corpus(tmp_path_factory.mktemp("workers-corpus"),
+                     _entries("policies/pol-tf-v1.pdf", "policies/pol-tf-v2.pdf"))
+    ingest_directory(db, corpus, embed_model, settings)
+    names = [f"worker-rep-{i}" for i in range(CLIENTS)]
+    with Session(db.owner) as s, s.begin():
+        for name in names:
+            add_user(s, name=name, role="rep", password=PASSWORD)
+    port = _free_port()
+    env = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env.pop("DATABASE_URL", None)
+    proc = subprocess.Popen([CLI, "serve", "--port", str(port), "--workers", "2"], env=env, cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 240  # each worker loads its own model
+    while True:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the server did not start"
+        try:
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    try:
+        yield {"url": url, "db": db, "proc": proc, "names": names, "role": settings.APP_DB_ROLE}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        db.dispose()
+        stop_embedded_server(data_dir)
+
+
+def _sign_in(url: str, name: str) -> tuple[dict, str]:
+    """Cookies and CSRF token of a signed-in session."""
+    with httpx.Client(base_url=url, timeout=120) as c:
+        token = csrf_from(c.get("/login").text)
+        r = c.post("/login", data={"name": name, "password": PASSWORD, "csrf_token": token})
+        assert r.status_code == 303, r.text[:300]
+        return dict(c.cookies), csrf_from(c.get("/ask").text)
+
+
+def _asker(url: str, name: str, out: list) -> None:
+    cookies, token = _sign_in(url, name)
+    for i in range(ASKS):  # a new connection per ask: no keep-alive pins a client to one worker
+        with httpx.Client(base_url=url, cookies=cookies, timeout=120) as c:
+            r = c.post("/ask", data={"question": QUESTIONS[i % len(QUESTIONS)], "csrf_token": token})
+            out.append((r.status_code, text_of(r.text, "answer-text") if r.status_code == 200 else r.text[:300]))
+
+
+def test_two_workers_answer_concurrently_and_the_trace_chain_does_not_fork(served):
+    db = served["db"]
+    workers = [p for p in psutil.Process(served["proc"].pid).children(recursive=True)
+               if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())]
+    assert len(workers) == 2, [p.cmdline() for p in workers]
+    with db.owner.connect() as conn:
+        before = conn.execute(text("SELECT count(*) FROM traces")).scalar_one()
+
+    out: list = []
+    threads = [threading.Thread(target=_asker, args=(served["url"], name, out)) for name in served["names"]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert len(out) == CLIENTS * ASKS
+    assert all(code == 200 for code, _ in out), [o for o in out if o[0] != 200][:3]
+    assert all(answer for _, answer in out)
+    with db.owner.connect() as conn:
+        # Both worker processes held application connections (application_name carries the pid).
+        serving = set(conn.execute(text(
+            "SELECT application_name FROM pg_stat_activity WHERE usename = :role"), {"role": served["role"]}).scalars())
+        rows = conn.execute(text(
+            "SELECT count(*) AS n, count(DISTINCT prev_hash) AS heads, max(seq) - min(seq) + 1 AS span "
+            "FROM traces")).one()
+    assert {f"policydesk-{p.pid}" for p in workers} <= serving
+    assert rows.n == before + CLIENTS * ASKS  # one trace per answer, none lost
+    assert rows.heads == rows.n and rows.span == rows.n  # no two rows link to the same head, no gaps
+    report = verify_chain(db.owner)
+    assert report.ok, str(report.broken)
+    assert report.rows == rows.n
