@@ -63,24 +63,24 @@ def served(tmp_path_factory, embed_model):
     env = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     env.pop("DATABASE_URL", None)
-    proc = subprocess.Popen([CLI, "serve", "--port", str(port), "--workers", "2"], env=env, cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = data_dir / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([CLI, "serve", "--port", str(port), "--workers", "2"], env=env, cwd=REPO,
+                                stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 240  # each worker loads its own model
-    while True:
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-        assert time.monotonic() < deadline, "the server did not start"
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
+    deadline = time.monotonic() + 240  # each worker loads its own model, then accepts connections
+    while log.read_text(errors="replace").count("Application startup complete") < 2:
+        assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
+        assert time.monotonic() < deadline, "the workers did not start"
         time.sleep(0.5)
+    assert httpx.get(url + "/healthz", timeout=10).status_code == 200
     try:
-        yield {"url": url, "db": db, "proc": proc, "names": names, "role": settings.APP_DB_ROLE}
+        yield {"url": url, "db": db, "proc": proc, "names": names, "role": settings.APP_DB_ROLE,
+               "data_dir": data_dir}
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
         db.dispose()
         stop_embedded_server(data_dir)
 
@@ -102,34 +102,58 @@ def _asker(url: str, name: str, out: list) -> None:
             out.append((r.status_code, text_of(r.text, "answer-text") if r.status_code == 200 else r.text[:300]))
 
 
+def _serving(db, role: str) -> set[str]:
+    with db.owner.connect() as conn:
+        return set(conn.execute(text(
+            "SELECT application_name FROM pg_stat_activity WHERE usename = :role"), {"role": role}).scalars())
+
+
+def _burst(url: str, names: list[str]) -> list:
+    out: list = []
+    threads = [threading.Thread(target=_asker, args=(url, name, out)) for name in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
 def test_two_workers_answer_concurrently_and_the_trace_chain_does_not_fork(served):
     db = served["db"]
     workers = [p for p in psutil.Process(served["proc"].pid).children(recursive=True)
                if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())]
     assert len(workers) == 2, [p.cmdline() for p in workers]
+    names = {f"policydesk-{p.pid}" for p in workers}
     with db.owner.connect() as conn:
         before = conn.execute(text("SELECT count(*) FROM traces")).scalar_one()
 
-    out: list = []
-    threads = [threading.Thread(target=_asker, args=(served["url"], name, out)) for name in served["names"]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    out = _burst(served["url"], served["names"])
 
     assert len(out) == CLIENTS * ASKS
     assert all(code == 200 for code, _ in out), [o for o in out if o[0] != 200][:3]
     assert all(answer for _, answer in out)
+    assert names <= _serving(db, served["role"])  # both workers hold application connections
     with db.owner.connect() as conn:
-        # Both worker processes held application connections (application_name carries the pid).
-        serving = set(conn.execute(text(
-            "SELECT application_name FROM pg_stat_activity WHERE usename = :role"), {"role": served["role"]}).scalars())
         rows = conn.execute(text(
             "SELECT count(*) AS n, count(DISTINCT prev_hash) AS heads, max(seq) - min(seq) + 1 AS span "
             "FROM traces")).one()
-    assert {f"policydesk-{p.pid}" for p in workers} <= serving
     assert rows.n == before + CLIENTS * ASKS  # one trace per answer, none lost
     assert rows.heads == rows.n and rows.span == rows.n  # no two rows link to the same head, no gaps
     report = verify_chain(db.owner)
     assert report.ok, str(report.broken)
     assert report.rows == rows.n
+
+
+def test_stopping_serve_leaves_no_embedded_postgres_running(served):
+    """Each worker gives back its handle on the embedded Postgres when it stops: once `serve`
+    and this test's own connection are gone, nothing keeps the cluster running."""
+    proc, data_dir = served["proc"], served["data_dir"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0
+    served["db"].dispose()
+    stop_embedded_server(data_dir)  # this test process's own handle (it ingested the corpus)
+    pid_file = data_dir / "pg" / "postmaster.pid"
+    deadline = time.monotonic() + 60
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not pid_file.exists(), "the embedded Postgres was left running after serve stopped"

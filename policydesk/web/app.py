@@ -52,6 +52,12 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
         finally:
             if owned is not None:
                 owned.dispose()
+                if app.state.release_embedded_server and not settings.DATABASE_URL:
+                    # A `serve --workers N` worker gives back its handle on the embedded Postgres
+                    # itself: its exit skips the handle's atexit, and the server would outlive `serve`.
+                    from policydesk.storage.engine import stop_embedded_server
+
+                    stop_embedded_server(settings.DATA_DIR)
 
     app = FastAPI(title="PolicyDesk", lifespan=lifespan, dependencies=[Depends(csrf_protect), Depends(reject_nul_bytes)],
                   docs_url=None, redoc_url=None, openapi_url=None)
@@ -59,6 +65,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     app.state.db = db
     app.state.pipeline = pipeline
     app.state.clock = clock or utc_now
+    app.state.release_embedded_server = False  # set by app_from_settings, for worker processes
     # Starlette always sets HttpOnly. The cookie's own lifetime is the absolute limit; the idle
     # and absolute limits themselves are enforced server-side from the session's timestamps
     # (deps.current_user), since a browser may keep a cookie as long as it likes.
@@ -90,7 +97,9 @@ def app_from_settings() -> FastAPI:
     settings from the environment the workers inherit, its own engines and pipeline."""
     from policydesk.config import get_settings
 
-    return create_app(get_settings())
+    app = create_app(get_settings())
+    app.state.release_embedded_server = True
+    return app
 
 
 def _wants_json(request: Request) -> bool:
