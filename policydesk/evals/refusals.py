@@ -31,6 +31,9 @@ SPLITS: dict[str, Path] = {
     # Held-out v4: written without sight of the gate, its data or the earlier splits, frozen before
     # the changes made after test_v3's measurement (sha256 in its commit, 01a0a79).
     "test_v4": REPO / "tests" / "data" / "refusal" / "test_v4.yaml",
+    # Held-out v5: written the same way after test_v4 had been measured and read, frozen before the
+    # ref15c changes it measures (sha256 in its commit, 59e071e).
+    "test_v5": REPO / "tests" / "data" / "refusal" / "test_v5.yaml",
     "regression": REPO / "tests" / "data" / "refusal_cases.yaml",
 }
 LABELS = ("pass", "member_identifier", "claim_action", "out_of_scope")
