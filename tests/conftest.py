@@ -60,23 +60,38 @@ def embed_model(settings):
     return local_embedding(settings)
 
 
+_opened_dbs: list = []  # every database make_db opened this session
+_shared_dbs: set[int] = set()  # ids of those used by most tests (demo_db): their pools stay warm
+
+
 @pytest.fixture(scope="session")
 def make_db(settings):
     """Factory: a new, migrated, empty database on the session's server."""
     from policydesk.runtime import open_migrated
 
-    opened = []
-
     def _make():
         name = f"policydesk_test_{next(_db_counter)}"
         create_database(settings, name)
         db = open_migrated(settings, name)
-        opened.append(db)
+        _opened_dbs.append(db)
         return db
 
     yield _make
-    for db in opened:
+    for db in _opened_dbs:
         db.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _release_idle_connections():
+    # Each database keeps a pool of idle connections until the session ends; with a few dozen
+    # databases they filled the embedded server's 100 slots late in a full run. After each test,
+    # the pools of all but the shared demo database are emptied (the engines stay usable and
+    # reconnect on demand; a connection still checked out is closed when it is returned).
+    yield
+    for db in _opened_dbs:
+        if id(db) not in _shared_dbs and not getattr(db, "_closed", False):
+            db.owner.dispose()
+            db.app.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +100,7 @@ def demo_db(make_db, embed_model, settings):
     from policydesk.ingest import ingest_directory
 
     db = make_db()
+    _shared_dbs.add(id(db))
     ingest_directory(db, CORPUS, embed_model, settings)
     return db
 
