@@ -54,8 +54,14 @@ MAX_N = 3
 RARE_MAX_SECTIONS = 1
 
 
+# A light suffix fold, so a subject is recognized in any inflection: "reporting", "reported" and
+# "reportable" are all "report" ("a complaint must be reported" names "complaint reporting").
+_SUFFIX = re.compile(r"(?<=[a-z]{4})(?:ing|ed|able)$")
+
+
 def normalize(text_: str) -> list[str]:
-    """Lower-case word tokens with a light plural fold ("referrals" -> "referral")."""
+    """Lower-case word tokens with a light plural fold ("referrals" -> "referral") and suffix fold
+    ("reporting" -> "report")."""
     out = []
     for w in _WORD.findall(text_.lower().replace("’", "'")):
         w = w.strip("'-")
@@ -65,6 +71,7 @@ def normalize(text_: str) -> list[str]:
             w = w[:-3] + "y"
         elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
             w = w[:-1]
+        w = _SUFFIX.sub("", w)
         if w:
             out.append(w)
     return out
@@ -130,6 +137,12 @@ def question_hits(question: str, phrases: frozenset[tuple[str, ...]]) -> list[tu
     window ("review a call dispute" names "dispute review")."""
     tokens = normalize(question)
     hits = [g for g in ngrams(tokens) if g in phrases]
+    # the same words with the question's function words left out ("a complaint must be reported" names
+    # "complaint report")
+    content = [t for t in tokens if t not in STOPWORDS and t not in {"be", "been", "being", "get", "got"}]
+    hits += [g for g in ngrams(content) if len(g) > 1 and g in phrases and g not in hits]
+    # and two of them one content word apart ("complaints the plan has to report" names "complaint report")
+    hits += [g for g in zip(content, content[2:]) if g in phrases and g not in hits]
     if hits or not phrases:
         return hits
     for size in (2, 3):

@@ -421,3 +421,70 @@ def test_staff_it_creative_and_general_knowledge_are_out_of_scope_whatever_plan_
 )
 def test_member_account_and_plan_questions_stay_in_scope(text):
     assert not is_out_of_scope(text)
+
+
+# ref15c (docs/refusal.md, "Before test_v5"): categories, not sentences. Phrasings written for these
+# pins, not copied from any split.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the claim number printed on the remit is 4410 8823 1907 55, why the adjustment?",
+        "subscriber id, as she read it: P-Z-6-6-1-0-3-8-2, is she on the family tier?",
+        "member id is t r 9 0 4 4 1 2 7",
+        "Member Alma Reyes, born October seventh nineteen sixty-one, asked about her deductible.",
+        "dob the first of May two thousand two, does the dependent age out this year?",
+    ],
+)
+def test_spaced_spelled_and_word_date_identifiers(text):
+    assert find_member_identifiers(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A dental office rang from their main line 541-555-0107 about a late claim; is it 90 days?",
+        "the clinic's fax number is 206-555-0143, can the appeal be faxed there?",
+        "Codes 97110 97112 97140 on one claim - is modifier 59 needed?",
+        "The claim has 97161 97162 97163 billed; is one evaluation per day allowed?",
+        "Member born in nineteen forty-eight, is she Medicare eligible?",
+    ],
+)
+def test_office_lines_code_lists_and_birth_years_are_not_identifiers(text):
+    assert not find_member_identifiers(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Should my member take naproxen while she's on warfarin?",
+        "recommend a good antibiotic for her sinus infection",
+        "is it safe for a member with a heart condition to go hiking at altitude?",
+        "Is that swelling something he should go to the ER for?",
+        "how long does Cigna give a member to appeal?",
+        "who do I ask about my own dental coverage as an employee?",
+        "Draft a Facebook post for our department's bake sale.",
+        "Translate the phrase 'your appeal was approved' into Korean.",
+    ],
+)
+def test_clinical_other_payer_employment_and_writing_are_out_of_scope(text):
+    assert is_out_of_scope(text)
+    assert not is_claim_action(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is urgent care covered when the member has no referral?",
+        "does the plan cover an antidepressant that isn't on the formulary?",
+        "Is a second opinion covered before spine surgery?",
+        "What's the rule for overriding a refill-too-soon reject after a dose increase?",
+        "What do I tell a member who asks if her two prescriptions interact?",
+        "How many PT visits can the member have per year?",
+        "Is it okay to take a member's call on a personal cell?",
+        "Does Cigna pay first when the member also has our plan?",
+        "If someone is covered as an employee at her job and as a spouse on ours, who pays first?",
+        "Can the member get her denial letter translated into Korean?",
+    ],
+)
+def test_coverage_and_rule_questions_about_the_same_things_stay_in_scope(text):
+    assert not is_out_of_scope(text)

@@ -18,7 +18,7 @@ import yaml
 from policydesk.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
 from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold
 from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
-from policydesk.topics import CorpusTopicGate, gated_phrases
+from policydesk.topics import CorpusTopicGate, gated_phrases, question_hits
 from tests.conftest import CORPUS
 
 REGRESSION = load_cases("regression")
@@ -168,6 +168,23 @@ def test_topic_gate_compliance_subjects_block_supervisor(gate):
     question = "What is the dispute review procedure?"
     assert gate.screen(question, clearance_for("supervisor")).refusal.reason is RefusalReason.out_of_scope
     assert gate.screen(question, clearance_for("compliance")).refusal is None
+
+
+def test_topic_gate_reads_a_restricted_subject_in_any_inflection(gate):
+    # ref15c: the compliance-only reporting subject, worded with other inflections and function words
+    # than its title and headings ("reported" / "reporting", "complaints ... report").
+    for question in ("how soon do complaints need to be reported to the state?",
+                     "Which complaints must the plan report to regulators?"):
+        for role in ("rep", "supervisor"):
+            assert gate.screen(question, clearance_for(role)).refusal.reason is RefusalReason.out_of_scope, (role, question)
+        assert gate.screen(question, clearance_for("compliance")).refusal is None
+
+
+def test_question_hits_fold_inflections_and_skip_function_words():
+    phrases = frozenset({("complaint", "report")})
+    assert question_hits("a complaint must be reported", phrases)
+    assert question_hits("complaints the plan reports", phrases)
+    assert not question_hits("the complaint was about the provider's monthly report", phrases)
 
 
 def test_topic_phrases_come_from_the_corpus_not_code(demo_db):

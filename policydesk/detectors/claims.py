@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from policydesk.detectors.scope import writes_or_translates_off_topic
 from policydesk.detectors.actions import ACTION_WORD, PARTICIPLES, case_action_spans
 from policydesk.detectors.phrasing import (
     OWN_REQUEST, SPECIFIC, URGENT, normalize_typos, opens_with_wh, outside, remainder, reported_spans,
@@ -298,6 +299,8 @@ def is_claim_action(question: str) -> bool:
     """A request to act on a claim (approve, deny, pay, ...), not a question about the rule, and not
     a request someone else made that the rep asks about."""
     question = normalize_typos(question)
+    if writes_or_translates_off_topic(question):
+        return False  # "translate 'your claim has been denied' into Japanese": the claim words are quoted
     spans = _claim_action_spans(question)
     if not spans:
         return False

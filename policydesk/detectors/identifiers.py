@@ -69,9 +69,20 @@ _DATE_RE = re.compile(_DATE, _I)
 _ORDINAL_WORD = (r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
                  r"(?:thir|four|fif|six|seven|eigh|nine)teenth|twentieth|twenty[-\s](?:first|second|third|fourth|"
                  r"fifth|sixth|seventh|eighth|ninth)|thirtieth|thirty[-\s]first)")
+# A year read out in words: "nineteen fifty-two", "nineteen oh five", "two thousand three".
+_UNIT_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine)"
+_TEENS_WORD = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
+_TENS_WORD = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
+_YEAR_WORDS = (rf"(?:(?:nineteen|twenty)[\s-]+(?:{_TENS_WORD}(?:[\s-]+{_UNIT_WORD})?|{_TEENS_WORD}|oh[\s-]+{_UNIT_WORD}|hundred)"
+               rf"|two\s+thousand(?:\s+and)?(?:[\s-]+(?:{_UNIT_WORD}|{_TEENS_WORD}|{_TENS_WORD}(?:[\s-]+{_UNIT_WORD})?))?)")
+_YEAR = rf"(?:\d{{4}}|{_YEAR_WORDS})"
+# A full date with the day or the year in words ("April fourth nineteen fifty-two", "the 3rd of May, two
+# thousand one"): a birth date when a DOB word or a person's name is next to it.
+_WORD_DATE = (rf"(?:(?:the\s+)?(?:{_ORDINAL_WORD}|\d{{1,2}}(?:st|nd|rd|th)?)\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}"
+              rf"|{_MONTH}\s+(?:the\s+)?(?:{_ORDINAL_WORD}|\d{{1,2}}(?:st|nd|rd|th)?),?\s+{_YEAR})")
+_WORD_DATE_RE = re.compile(_WORD_DATE, _I)
 _DOB_DATE_RE = re.compile(
-    rf"{_DATE}|(?:the\s+)?{_ORDINAL_WORD}\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}"
-    rf"|{_MONTH}\s+(?:the\s+)?{_ORDINAL_WORD},?\s+\d{{4}}"
+    rf"{_DATE}|{_WORD_DATE}"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+'?\d{{2}}(?!\d)|\d{{1,2}}/\d{{1,2}}(?![/\d])"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?!\d)", _I)
 _DOB_WORDS = (r"(?:d\.?o\.?b\b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?"
@@ -96,6 +107,12 @@ _MEMBER_NEAR = re.compile(
     r"he|their|wife|husband|mother|father|son|daughter|cell|mobile|home|personal|called\s+from|"
     r"call(?:ed)?\s+(?:the\s+member\s+)?back|callback|reach(?:ed)?)\b", _I)
 
+# A number the question attributes to an office or business itself, right before it: "their main line",
+# "the clinic's fax", "the office number is", "front desk line". Not a member's "cell" or "home" line.
+_OFFICE_OWN_LINE = re.compile(
+    r"\b(?:main|office|business|billing|front[\s-]desk|clinic'?s?|practice'?s?|office'?s?|pharmacy'?s?|"
+    r"hospital'?s?|facility'?s?|group'?s?|store|reception|after[\s-]hours|scheduling|switchboard|general|central|fax)\s+"
+    r"(?:(?:phone|telephone|office|billing|main|fax)\s+)?(?:line|number|phone|fax)(?:\s+(?:is|was|of|at))?[\s:#,-]*$", _I)
 _SSN_SHAPE = re.compile(r"(?<![\w-])\d{3}([-\s.])\d{2}\1\d{4}(?![\w-])")
 _SSN_CUE = re.compile(
     r"\b(?:ssn|ss#|ss\s+number|social(?:\s+security)?(?:\s+(?:number|no\.?|#))?)\b[^.?!\d]{0,25}"
@@ -128,7 +145,8 @@ _FILLER = (r"(?:[\s:#=(.,-]+|\s+(?:number|num|no\.?|id|ids|#|is|was|says|of|read
            r"listed|shows|shown|given|printed)\b)*")
 # A leading group of letters before spaced digits ("HX 44 910 223", "W 2231 9940 7"), never a word or
 # a code label ("is a 99213", "cpt 99213"), then the token proper.
-_LEAD_LETTERS = (r"(?:(?!(?:a|an|the|on|in|is|of|at|to|for|by|or|and|as|it|if|my|no|so|we|was|are|her|his|"
+_LEAD_LETTERS = (r"(?:(?!(?:a|an|the|on|in|is|of|at|to|for|by|or|and|as|it|if|my|no|so|we|was|are|her|his|has|had|"
+                 r"have|with|from|got|plus|also|were|then|lists?|show|shows|"
                  r"cpt|hcpcs|icd|drg|rev|ndc|npi|pos|tob|dos|mod|code|codes|page|step|tier|level|day|days|"
                  r"visit|visits|unit|units|form|version|section|rule|item|line|box|field)\s)[A-Za-z]{1,4}\s(?=\d))?")
 _LEAD_RE = re.compile(r"[A-Za-z]{1,4}\s(?=\d)")
@@ -141,6 +159,12 @@ _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _DIGIT_UNIT = rf"(?:{_DIGIT_WORD}|(?:double|triple)\s+(?:{_DIGIT_WORD}|\d)|\d)"
 _SPOKEN_DIGITS = re.compile(
     rf"(?<![\w-]){_DIGIT_UNIT}(?:[\s,.-]+{_DIGIT_UNIT}){{6,}}(?![\w-])", _I)
+# Letters and digits spelled out one by one ("K-L-9-9-0-4-1-2-7", "h x 4 4 9 1 0 2"): 6+ single characters
+# in a row, 4+ of them digits: a number read off a card, an identifier anywhere.
+_SPELLED_CHARS = re.compile(r"(?<![\w-])[A-Za-z0-9](?:(?:\s*[-.]\s*|\s+)[A-Za-z0-9]){5,}(?![\w-])")
+# Digits in 3+ spaced groups ("2026 0612 7754 03") a few words after an identifier or case cue in the same
+# sentence ("the claim number on the EOB is ..."): not a phone number, a date or a code list.
+_SPACED_GROUPS = re.compile(r"(?<![\w/.-])\d{2,6}(?:\s\d{2,6}){2,}(?![\w/.-])")
 # The Medicare Beneficiary Identifier (CMS's national format, not one plan's): 11 characters, digits and
 # letters in fixed positions (no S, L, O, I, B, Z), often written in groups of 4-3-4.
 _MBI_LETTER = "[AC-HJKMNP-RT-Y]"
@@ -187,7 +211,7 @@ _LOWER_NAME_AFTER_NAME_CUE = re.compile(
     rf"(?P<name>[a-z][a-z'-]+(?:\s+[a-z]\.?)?\s+[a-z][a-z'-]+)\b", _I)
 _LOWER_NAME_WITH_INITIAL = re.compile(
     rf"\b(?:{_PERSON_CUE})(?:'s)?(?:\s+is)?[\s:,(]+(?P<name>[a-z][a-z'-]+\s+[a-z]\.\s+[a-z][a-z'-]+)\b", _I)
-_NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?P<date>(?i:{_DATE}))")
+_NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?:(?i:born|dob|d\.o\.b\.?)[\s:]*)?(?P<date>(?i:{_DATE}|{_WORD_DATE}))")
 _NAME_THEN_DOB = re.compile(rf"(?P<name>{_NAME})\s*[,(]?\s*(?i:{_DOB_WORDS})")
 _NOT_NAME_WORDS = frozenset("""
     services service operations appeals appeal health plan care medicare medicaid
@@ -262,6 +286,8 @@ def _phones(text: str) -> list[Finding]:
         window = text[max(0, m.start() - 45):m.end() + 45]
         if _PROVIDER_LINE.search(window) and not _MEMBER_NEAR.search(window):
             continue
+        if _OFFICE_OWN_LINE.search(text[max(0, m.start() - 40):m.start()]):
+            continue  # "a billing office called from their main line 509-...": the office's own number
         out.append(Finding("phone_number", m.start(), m.end()))
     return out
 
@@ -296,6 +322,16 @@ def _cued_numbers(text: str) -> list[Finding]:
             kind = "claim_number" if re.search(r"\b(?:claim|clm)\b", cue) else "member_id"
             out.append(Finding(kind, m.start("tok"), m.start("tok") + len(token)))
     out += _case_references(text)
+    for m in _SPACED_GROUPS.finditer(text):
+        token = m.group(0)
+        if sum(c.isdigit() for c in token) < 9 or _PHONE.fullmatch(token):
+            continue
+        if all(len(group) == 5 for group in token.split()):
+            continue  # a list of procedure codes: "97110 97112 97140"
+        before = re.split(r"[.?!;]\s", text[max(0, m.start() - 60):m.start()])[-1]
+        if re.search(rf"\b{_ID_CUE}\b", before, _I) or _CASE_CUE.search(before):
+            if not _DOC_CUE.search(before[-30:]):
+                out.append(Finding("member_id", m.start(), m.end()))
     for m in _BARE_DIGITS.finditer(text):
         digits = m.group(0).lstrip("#")
         if not _is_compact_date(digits) and not _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
@@ -352,6 +388,8 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
     found += [Finding("email", m.start(), m.end()) for m in _EMAIL_SPOKEN.finditer(text)]
     found += [Finding("spoken_number", m.start(), m.end()) for m in _SPOKEN_DIGITS.finditer(text)]
     found += [Finding("member_id", m.start(), m.end()) for m in _MBI.finditer(text)]
+    found += [Finding("spoken_number", m.start(), m.end()) for m in _SPELLED_CHARS.finditer(text)
+              if sum(c.isdigit() for c in m.group(0)) >= 4]
     found += _phones(text) + _dates_of_birth(text) + _cued_numbers(text) + _names(text)
     return sorted(found, key=lambda f: (f.start, -f.end))
 

@@ -28,7 +28,10 @@ _DOMAIN = re.compile(
     r"specialists?|telehealth|dme|utilization|hipaa|phi|escalat\w*|supervisor|exclusions?|"
     r"waiting\s+period|cobra|hsa|fsa|hra|date\s+of\s+service|prior\s+auth\w*|"
     r"procedures?|services?|visits?|rep|reps|caller|compliance|audit|fraud|siu|"
-    r"effective\s+date|version|in\s+force|superseded|notice|letter)\b",
+    r"effective\s+date|version|in\s+force|superseded|notice|letter|"
+    # pharmacy claim operations: a refill reject or an override is a plan rule, not a dose question
+    r"refills?|refill-too-soon|rejects?|rejected|overrides?|overriding|prescribers?|rx|days?\s+supply|"
+    r"quantity\s+limits?|step\s+therapy|dispens\w*)\b",
     _I,
 )
 _OFF_TOPIC = tuple(re.compile(p, _I) for p in (
@@ -75,6 +78,10 @@ def _payer_regexes(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, _I) for p in (
         rf"\b{name}'s?(?=\s)",  # "Humana's timely filing limit"
         rf"\b(?:does|do|did|will|would|can|how\s+does|how\s+do|what\s+does)\s+{name}\s+{policy_verbs}\b",
+        # the payer as the subject of any rule verb: "how long does Aetna give providers", "what Cigna allows"
+        rf"\b(?:does|do|did|will|would|can|could|should)\s+{name}\s+(?!(?:have|has|had)\s+(?:the\s+)?(?:member|her|him|them))[a-z]+\b",
+        rf"\b{name}\s+(?:gives?|allows?|lets?|requires?|says?|sets?|considers?|treats?|expects?|wants?|uses?|"
+        rf"pays?|covers?|denies|reimburses|limits?|caps?|makes?|needs?|accepts?|takes?)\b",
         rf"\b{name}\s+(?:plans?|polic(?:y|ies)|rules?|members?|formulary|network|guidelines?|"
         rf"appeals?\s+(?:deadline|process)|"
         rf"timely\s+filing|prior\s+auth\w*|fee\s+schedule)\b",
@@ -106,6 +113,9 @@ _CLINICAL_ADVICE = re.compile(
     # is a reading or a symptom normal / dangerous; is it safe to take, stop, skip or double a dose
     r"|\bis\s+(?:it|that|this|a|an|the|her|his|their)\b[^?.!]{0,50}\b(?:normal|dangerous|serious|contagious)\b"
     r"|\b(?:safe|ok(?:ay)?|dangerous)\s+(?:for\s+(?:[\w'-]+\s+){1,3})?to\s+(?:take|stop|skip|double|mix|combine)\b"
+    # not taking a call, a message or a break ("is it okay to take a member's call if ...")
+    r"(?!\s+(?:(?:a|the|this|that|her|his|their|my|an?other)\s+)?(?:(?:member|caller|provider)'?s?\s+)?"
+    r"(?:calls?|messages?|breaks?|notes?|lunch|payments?|time|ownership|over|down|a\s+look|escalations?)\b)"
     r"|\b(?:a\s+heart\s+attack|a\s+stroke|cancer)\s*\?", _I)
 # Speculating about what a symptom is, or where to go for care, is clinical advice too ("could that be
 # angina?", "sounds like it's broken", "should he go to urgent care or just ice it", "is 48 too low for a
@@ -133,12 +143,59 @@ _WHERE_FOR_CARE = re.compile(
     r"\bshould\s+(?:i|he|she|they|the\s+(?:member|patient|caller|child|baby|kid))\s+(?:go\s+to|see|call)\s+"
     r"(?:urgent\s+care|the\s+er|an?\s+er|the\s+emergency|a\s+doctor|the\s+doctor|a\s+specialist|911)\b", _I)
 # Legal advice is out of scope even when it names a member or the plan ("can the member sue the hospital?").
+# Clinical advice by category, whatever the drug, condition or sign (the lists name kinds, not cases):
+# - two things taken together ("take ibuprofen while she's on a blood thinner", "mix X with Y");
+# - recommending a drug or a treatment ("recommend a good antidepressant", "what's the best thing for a rash");
+# - whether something is safe in pregnancy, for travel, with a condition ("safe for a pregnant member to fly");
+# - whether a sign needs care ("is this rash something she should go to urgent care for", "does that cut need
+#   stitches");
+# - dosing ("how many mg can she take", "max dose of").
+# A coverage question about the same things passes (`_COVERAGE`: covered, formulary, copay, claim, ...).
+_CLINICAL_MODAL = r"(?:should|can|could|may|is\s+it\s+(?:ok(?:ay)?|safe|fine|alright|bad)(?:\s+for\s+(?:[\w'-]+\s+){1,3})?\s*to|ok(?:ay)?\s+to|safe\s+to)"
+_CLINICAL_CATEGORY = re.compile(
+    rf"\b{_CLINICAL_MODAL}\s+(?:[\w'-]+\s+){{0,3}}?(?:take|taking|mix|combine|use|drink|have)\s+(?:[\w'-]+\s+){{1,4}}?"
+    r"(?:while|with|and|alongside|on\s+top\s+of|together|after|before)\b[^?.!]{0,40}"
+    r"\b(?:on\s+(?:an?\s+|her\s+|his\s+|their\s+)?[\w-]+|taking|pills?|meds|medications?|drugs?|alcohol|thinner|"
+    r"inhaler|insulin|antibiotics?|chemo\w*|supplements?|vitamins?)\b"
+    r"|\b(?:interact\w*|contraindicat\w*)\s+with\b|\bdrug\s+interactions?\b"
+    r"|\b(?:recommend|suggest|prescribe)\s+(?:me\s+|us\s+)?(?:a|an|some|the|any)?\s*(?:good|safe|strong|better|best|mild|natural|"
+    r"decent|effective|gentle|over-the-counter|otc)?\s*(?:[\w-]+\s+){0,2}?(?:anti[\w-]+|drugs?|medications?|medicines?|meds|"
+    r"pills?|treatments?|therap(?:y|ies|ist)|remed(?:y|ies)|painkillers?|pain\s+relievers?|supplements?|creams?|"
+    r"ointments?|sleep\s+aids?|exercises?|diet|stretches)\b"
+    r"|\b(?:what|which)(?:'s|\s+is|\s+are)?\s+(?:the\s+)?best\s+(?:[\w-]+\s+){0,2}?(?:drugs?|medications?|medicines?|"
+    r"treatments?|remed(?:y|ies)|thing|pills?|antidepressants?|antibiotics?)\s+(?:for|to)\b"
+    r"|\b(?:safe|unsafe|dangerous|risky|harmful|advisable)\s+(?:for\s+(?:[\w'-]+\s+){1,4})?(?:to|during|while|in|with)\s+"
+    r"(?:[\w'-]+\s+){0,3}?(?:fly|flying|travel\w*|pregnan\w*|breastfeed\w*|nursing|exercise|exercising|drive|driving|"
+    r"run|running|swim|swimming|lift\w*|work\w*\s+out|drink\w*|eat\w*|take|taking|get\s+(?:a|the)\s+(?:vaccine|shot)|"
+    r"diabet\w*|asthma|a\s+heart\s+condition|high\s+blood\s+pressure)\b"
+    r"|\b(?:safe|unsafe|dangerous|risky|ok(?:ay)?)\s+(?:for\s+)?(?:a\s+|the\s+|my\s+|her\s+)?(?:pregnant|nursing|"
+    r"breastfeeding|diabetic|asthmatic|elderly)\b"
+    r"|\b(?:pregnant|pregnancy)\b[^?.!]{0,40}\b(?:fly|flying|travel\w*|plane|flight|cruise|trip|safe|eat|drink|exercise)\b"
+    r"|\bsomething\s+(?:she|he|they|i|the\s+member)\s+should\s+(?:go|see|get|worry|be)\b"
+    r"|\b(?:she|he|the\s+(?:member|patient))\s+should\s+(?:go|head|rush)\s+(?:to|in\s+to)\s+(?:the\s+)?(?:er|urgent\s+care|"
+    r"emergency\s+room|hospital)\b"
+    r"|\bshould\s+(?:[\w'-]+\s+){1,3}?(?:keep|stop|continue|start|hold\s+off\s+on|skip|quit)\s+(?:taking|using|her|his|their)\b"
+    r"|\b(?:should|does|do|would|will)\s+(?:she|he|they|i|it|that|this|these|those|her|his|their|the|my)\s+(?:[\w'-]+\s+){0,3}?"
+    r"(?:go\s+(?:to|in)|head\s+(?:to|in)|need|needs|get\s+(?:it\s+)?(?:checked|looked\s+at|seen)|be\s+seen|see\s+a)\b[^?.!]{0,30}"
+    r"\b(?:urgent\s+care|er\b|emergency\s+room|e\.r\.|doctor|stitches|antibiotics|x-?ray|hospital|a\s+specialist|"
+    r"medical\s+attention|checked|seen)\b"
+    r"|\bhow\s+(?:much|many)\s+(?:mg|milligrams?|micrograms?|mcg|pills?|tablets?|capsules?|doses?|drops?|ml|puffs?|"
+    r"units|teaspoons?|tablespoons?|shots?|advil|tylenol|ibuprofen|aspirin|acetaminophen|melatonin|benadryl|caffeine|"
+    r"alcohol)\b[^?.!]{0,40}\b(?:can|should|could|may|is\s+(?:it\s+)?(?:safe|too\s+much))\b"
+    r"|\b(?:max(?:imum)?|safe|right|correct|usual|normal|starting|recommended|daily)\s+(?:daily\s+)?dos(?:e|age|ing)\s+(?:of|for)\b",
+    _I)
 _LEGAL_ADVICE = re.compile(
     r"\blegal\s+advice\b|\b(?:should|can|could)\s+(?:i|she|he|they|we|the\s+(?:member|caller|patient|provider|family))\s+"
     r"sue\b|\b(?:hire|get|need)\s+an?\s+(?:lawyer|attorney)\b", _I)
 _COVERAGE = re.compile(
     r"\b(?:cover(?:ed|age|s)?|polic(?:y|ies)|formular(?:y|ies)|auth\w*|benefits?|limits?|copays?|claims?|"
-    r"cost|pay|billing|code|icd|referral)\b", _I)
+    r"costs?|cheaper|less\s+expensive|pay|billing|code|icd|referral|in-network|network)\b", _I)
+# How to handle a member's clinical question is a process question ("what do I tell a member who asks
+# whether she can take X with Y?"): the nurse line or pharmacist referral is a plan rule.
+_RESPONSE_FRAME = re.compile(
+    r"\b(?:how\s+(?:should|do|can)\s+(?:i|we|a\s+rep|the\s+rep|reps)\s+(?:respond|answer|handle|reply|route)|"
+    r"what\s+(?:do|should|can)\s+(?:i|we|reps?)\s+(?:tell|say|do)|where\s+(?:do|should)\s+(?:i|we)\s+(?:send|transfer|route|refer)|"
+    r"(?:are|is)\s+(?:reps?|we|i)\s+(?:allowed|permitted|supposed)\s+to\s+(?:answer|give|advise))\b", _I)
 
 
 # Out of scope whatever plan words they use ("Write a haiku about claims processing", "how do I reset my
@@ -193,10 +250,65 @@ _GENERAL_KNOWLEDGE = re.compile(
     r"|\b(?:history|origins?)\s+of\s+(?:the\s+)?(?:affordable\s+care\s+act|aca|obamacare|hmos?|managed\s+care)\b", _I)
 
 
+# The staff member's own employment: their own benefits or enrollment as an employee, HR, the company's
+# retirement plan ("who do i talk to about my own benefits enrollment as an employee here").
+_OWN_EMPLOYMENT = re.compile(
+    r"\b(?:i|me|myself|i'm|i\s+am)\b[^.?!]{0,40}\bas\s+an?\s+(?:employee|staff\s+member|new\s+hire)\b"
+    r"|\bas\s+an?\s+(?:employee|staff\s+member|new\s+hire)\s+(?:here|of\s+(?:this|the)\s+(?:company|plan))\b"
+    r"|\bmy\s+own\s+(?:[\w-]+\s+){0,2}?(?:benefits?|coverage|health\s+(?:insurance|plan)|insurance|enrollment|"
+    r"dental|vision|plan|hsa|fsa|id\s+card)\b"
+    r"|\b(?:our|my)\s+(?:company'?s?|employee|staff|workplace|corporate)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:benefits?|401\s*\(?k\)?|retirement|pension|handbook|discount|wellness|open\s+enrollment|stock|"
+    r"holiday|gym|parental\s+leave|leave\s+policy|bonus)\b"
+    r"|\b(?:enroll|sign\s+up|register)\s+(?:myself\s+)?(?:in|for)\s+(?:the\s+)?(?:company|employee|staff|work)\b"
+    r"|\b(?:talk\s+to|ask|contact|email|call|reach|tell)\s+(?:my\s+|our\s+)?(?:hr|human\s+resources)\b"
+    r"|\b(?:my|our)\s+(?:hr|human\s+resources)\b"
+    r"|\b(?:my|a)\s+(?:raise|salary|wages?|bonus|promotion|resignation|two\s+weeks'?\s+notice|maternity\s+leave|"
+    r"paternity\s+leave|fmla|jury\s+duty|vacation\s+days?)\b", _I)
+# Writing something that is not about the plan: social-media posts, bios, résumés, cover letters, cards,
+# speeches (whatever they are about), and an e-mail, letter or message whose subject has no plan word.
+_DRAFT_VERB = (r"(?:write|draft|compose|create|make|put\s+together|come\s+up\s+with|prepare|help\s+me\s+(?:write|"
+               r"draft|with)|can\s+you\s+(?:write|draft)|i\s+need\s+(?:a|an))")
+_NON_PLAN_WRITING = re.compile(
+    rf"\b{_DRAFT_VERB}\s+(?:me\s+|us\s+)?(?:a|an|some|my|our|the|this|that)?\s*(?:[\w'-]+\s+){{0,4}}?"
+    r"(?:linkedin|facebook|instagram|twitter|tiktok|social[\s-]media|slack\s+status|tweet|tweets|hashtags?|"
+    r"captions?|bios?|résumé|resume|cv|cover\s+letter|birthday\s+(?:card|message|note)|retirement\s+card|"
+    r"farewell|wedding|eulogy|speech|toast|out[\s-]of[\s-]office|ooo|dating\s+profile|personal\s+statement|"
+    r"college\s+essay|essay|blog\s+post|newsletter|invitation|invite|thank[\s-]you\s+(?:note|card)|"
+    r"sympathy\s+card|get[\s-]well\s+card|party|potluck|rsvp|reference\s+letter|recommendation\s+letter|"
+    r"letter\s+of\s+recommendation)\b", _I)
+_DRAFT_MESSAGE = re.compile(
+    rf"\b{_DRAFT_VERB}\s+(?:me\s+|us\s+)?(?:a|an|some|my|our|the)?\s*(?:[\w'-]+\s+){{0,2}}?"
+    r"(?:e-?mail|letter|message|note|text|memo|announcement|reply|response)\s+(?:to|for|about|asking|telling|"
+    r"thanking|inviting|saying|announcing|explaining)\b(?P<rest>[^?!]*)", _I)
+# Translating a sentence or phrase (not "is there a translated denial letter for the member?").
+_TRANSLATE_TEXT = re.compile(
+    r"\btranslate\s+(?:this|that|these|the\s+following|the\s+(?:sentence|phrase|words?|line|text|message|quote|"
+    r"saying|paragraph)|(?:a|this|that)\s+(?:sentence|phrase|line|paragraph)|['\"“‘])"
+    r"|\btranslate\b[^?.!]{0,60}\binto\s+(?:spanish|french|german|japanese|chinese|mandarin|cantonese|korean|"
+    r"vietnamese|russian|arabic|portuguese|italian|tagalog|hindi|polish|somali|amharic|ukrainian|farsi|urdu)\b"
+    r"(?![^?.!]{0,40}\b(?:members?|letters?|notices?|eobs?|denial\s+letters?|policy|polic(?:y|ies)|benefits?)\b)"
+    r"|\bhow\s+do\s+(?:you|i)\s+say\b[^?.!]{0,60}\bin\s+[A-Z]?[a-z]+\s*\??$", _I)
+
+
+def writes_or_translates_off_topic(question: str) -> bool:
+    """Writing a social post, a card, a speech, or a message about something that is not the plan; or
+    translating a sentence. Decided before the claim-action check: "translate 'your claim has been
+    denied' into Japanese" quotes a claim word but asks for a translation."""
+    if _NON_PLAN_WRITING.search(question) or _TRANSLATE_TEXT.search(question):
+        return True
+    m = _DRAFT_MESSAGE.search(question)
+    return bool(m) and not _BENEFIT.search(m.group("rest")) and not _SOMEONE_ELSE.search(m.group("rest"))
+
+
 def off_topic_anyway(question: str) -> bool:
     """Creative writing, the staff member's own IT or workplace, general knowledge: out of scope even
     when the question uses plan words."""
     if _CREATIVE.search(question) or _GENERAL_KNOWLEDGE.search(question):
+        return True
+    if writes_or_translates_off_topic(question):
+        return True
+    if _OWN_EMPLOYMENT.search(question):
         return True
     staff_it = _STAFF_IT.search(question) or (_MY_IT.search(question) and _IT_TROUBLE.search(question))
     return bool(staff_it) and not (_SOMEONE_ELSE.search(question) and not _FIRST_PERSON.search(question))
@@ -236,9 +348,10 @@ def asks_about_this_plan(question: str) -> bool:
 def is_out_of_scope(question: str, other_payers: Sequence[str] | None = None) -> bool:
     """Clinical advice, another payer's rules, shopping for insurance, or off-topic words and no
     health-plan vocabulary at all."""
-    clinical = _CLINICAL_ADVICE.search(question) or _WHERE_FOR_CARE.search(question) or (
+    clinical = _CLINICAL_ADVICE.search(question) or _WHERE_FOR_CARE.search(question) or _CLINICAL_CATEGORY.search(
+        question) or (
         _SPECULATION.search(question) and _CLINICAL_SIGN.search(question))
-    if clinical and not _COVERAGE.search(question):
+    if clinical and not _COVERAGE.search(question) and not _RESPONSE_FRAME.search(question):
         return True
     if _LEGAL_ADVICE.search(question):
         return True
