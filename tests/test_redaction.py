@@ -61,6 +61,18 @@ def test_uncued_identifier_passes_the_gate_but_not_into_prompt_or_trace(demo_db,
     assert token not in row["question"] and row["answer"]["redactions"] == ["id_shaped"]
 
 
+@pytest.mark.parametrize("token", ["mbr_88213-q", "7719-2045-AA"])
+def test_identifier_shapes_test_v5_let_through_the_gate_are_redacted(demo_db, settings, embed_model, user, token):
+    # Two identifiers the gate passed on the frozen test_v5 split, in new sentences: an underscore
+    # as separator (once missed by redaction too) and a number after a cue the rules do not list.
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
+    r = pipeline.ask(AskRequest(user, f"record locator {token} came up, how fast must an ER admission be reported?"))
+    assert not r.refused, r.refusal_message
+    assert r.prompts and all(token not in p for p in r.prompts)
+    row = _trace(demo_db, r.trace_id)
+    assert token not in str(dict(row)) and "[ID]" in row["question"]
+
+
 def test_refused_identifier_question_is_stored_redacted(demo_db, settings, embed_model, user):
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
     r = pipeline.ask(AskRequest(user, "The member's email is kim.lee77@example.org, how long to appeal?"))

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from policydesk.detectors.identifiers import Finding, find_identifier_spans, id_shaped
 
-_TOKEN = re.compile(r"(?<![\w@.+-])(?=[A-Za-z0-9./-]*\d)[A-Za-z0-9]+(?:[-./][A-Za-z0-9]+){0,6}(?![\w@-])")
+# Separators include "_" (an ID typed as "mbr_88213-q" passed both layers on test_v5).
+_TOKEN = re.compile(r"(?<![\w@.+-])(?=[A-Za-z0-9./_-]*\d)[A-Za-z0-9]+(?:[-./_][A-Za-z0-9]+){0,6}(?![\w@-])")
 _SPACED_DIGITS = re.compile(r"(?<![\w-])\d{2,5}(?:\s\d{2,5}){2,4}(?![\w-])")
 _PHONE_SHAPE = re.compile(r"^(?:\+?1[-.]?)?\d{3}[-.]?\d{3}[-.]?\d{4}$")
 _KEEP_CUE = re.compile(r"\b(?:policy|policies|section|version|npi|pol|form|cpt|hcpcs|icd-?10)\b[\s#:.-]*$", re.I)
