@@ -130,3 +130,99 @@ def test_side_table_follows_every_write(make_db, embed_model, settings):
     with db.owner.begin() as conn:
         conn.execute(text("TRUNCATE data_chunks"))
     assert pairs(side) == set()
+
+
+def _df_recount(conn) -> set[tuple]:
+    return set(map(tuple, conn.execute(text(
+        "SELECT l.lexeme, s.access_level, s.sensitive, count(*) FROM chunk_search s, "
+        "unnest(array_append(tsvector_to_array(s.tsv), '')) AS l(lexeme) GROUP BY 1, 2, 3")).all()))
+
+
+def _df(conn) -> set[tuple]:
+    return set(map(tuple, conn.execute(text(
+        "SELECT lexeme, access_level, sensitive, ndoc FROM chunk_search_df")).all()))
+
+
+def test_lexeme_counts_follow_every_write(make_db, embed_model, settings):
+    # Migration 0016: per-clearance document frequencies, kept in the writing transaction.
+    from policydesk.ingest import ingest_directory
+    from tests.conftest import CORPUS
+
+    db = make_db()
+    ingest_directory(db, CORPUS, embed_model, settings)
+    with db.owner.connect() as conn:
+        assert _df(conn) == _df_recount(conn) and len(_df(conn)) > 1000
+    with db.owner.begin() as conn:
+        first, second, third = conn.execute(text("SELECT node_id FROM data_chunks ORDER BY node_id LIMIT 3")).scalars()
+        conn.execute(text("UPDATE data_chunks SET metadata_ = jsonb_set(metadata_, '{access_level}', '\"compliance\"') "
+                          "WHERE node_id = :n"), {"n": first})
+        conn.execute(text("UPDATE data_chunks SET text = 'zebra quokka' WHERE node_id = :n"), {"n": second})
+        conn.execute(text("DELETE FROM data_chunks WHERE node_id = :n"), {"n": third})
+    with db.owner.connect() as conn:
+        assert _df(conn) == _df_recount(conn)
+        assert "quokka" in {r[0] for r in _df(conn)}
+        total = conn.execute(text("SELECT sum(ndoc) FROM chunk_search_df WHERE lexeme = ''")).scalar_one()
+        assert total == conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
+    with db.owner.begin() as conn:
+        conn.execute(text("TRUNCATE data_chunks"))
+    with db.owner.connect() as conn:
+        assert _df(conn) == set()
+
+
+def test_the_application_login_cannot_read_the_lexeme_counts(demo_db):
+    with pytest.raises(ProgrammingError, match="permission denied"):
+        with permitted_scope(clearance_for("compliance")), demo_db.app.connect() as conn:
+            conn.execute(text("SELECT count(*) FROM chunk_search_df"))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_binding_cap_only_drops_rows_never_reorders_or_widens(role, demo_db):
+    # With a cap far below the corpus, the side path ranks only rows holding the question's
+    # rarest words: what comes back is the uncapped ranking with rows left out, same ranks.
+    c = clearance_for(role)
+    narrowed = 0
+    with permitted_scope(c), demo_db.app.connect() as conn:
+        for q in QUESTIONS[:30]:
+            q = or_query(q)
+            if not q:
+                continue
+            full = [tuple(r) for r in conn.execute(text(
+                "SELECT node_id, rank FROM policydesk_text_search(:q, 200, 2147483647)"), {"q": q})]
+            capped = [tuple(r) for r in conn.execute(text(
+                "SELECT node_id, rank FROM policydesk_text_search(:q, 200, 10)"), {"q": q})]
+            assert capped == [r for r in full if r in set(capped)], q
+            narrowed += len(capped) < len(full)
+    assert narrowed >= 10  # the cap did bind
+
+
+def test_content_above_clearance_does_not_shape_a_callers_candidates(make_db, embed_model, settings):
+    # The frequencies that pick the candidates count only the buckets the caller may read: making
+    # a word common in compliance-only chunks changes nothing for a rep.
+    from policydesk.ingest import ingest_directory
+    from tests.conftest import CORPUS
+
+    db = make_db()
+    ingest_directory(db, CORPUS, embed_model, settings)
+    rep = clearance_for("rep")
+    q = or_query("timely filing limit for a corrected claim appeal")
+
+    def rep_view():
+        with permitted_scope(rep), db.app.connect() as conn:
+            found = [tuple(r) for r in conn.execute(text(
+                "SELECT node_id, rank FROM policydesk_text_search(:q, 20, 40)"), {"q": q})]
+        with db.owner.begin() as conn:
+            conn.execute(text("SELECT set_config('policydesk.levels', :l, true), "
+                              "set_config('policydesk.sensitive', 'off', true)"), {"l": ",".join(rep.levels)})
+            cand = conn.execute(text("SELECT policydesk_text_candidates(:q, 40)::text"), {"q": q}).scalar_one()
+        return found, cand
+
+    before = rep_view()
+    assert before[1] is not None  # the cap binds for this question
+    with db.owner.begin() as conn:
+        ids = conn.execute(text("SELECT node_id FROM data_chunks WHERE NOT access_level = ANY(:l)"),
+                           {"l": list(rep.levels)}).scalars().all()
+        assert ids
+        for lexeme_word in ("timely", "corrected"):
+            conn.execute(text("UPDATE data_chunks SET text = text || :w WHERE node_id = ANY(:ids)"),
+                         {"w": f" {lexeme_word}", "ids": ids})
+    assert rep_view() == before

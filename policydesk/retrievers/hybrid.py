@@ -27,7 +27,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.retrievers.fusion import deterministic_rerank, reciprocal_rank_fusion
-from policydesk.retrievers.scoped import ArmConfig, EmbeddingUnavailable, PermissionScopedRetriever
+from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig, EmbeddingUnavailable, PermissionScopedRetriever
 from policydesk.retrievers.split import split_question
 from policydesk.retrievers.store import store_engines
 from policydesk.retrievers.text import IndexedTextRetriever
@@ -73,14 +73,15 @@ class HybridRetrievalEvent(BaseEvent):
 
 class HybridRetriever(BaseRetriever):
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
-                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True,
+                 top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
                  extra_arms: Sequence[tuple[str, BaseRetriever]] = (), **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
             vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
         # as PGVectorStore's own text query, but served by a GIN index under RLS.
         self._text = IndexedTextRetriever(
-            *store_engines(vector_store), ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text"))
+            *store_engines(vector_store),
+            ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text", text_candidates=text_candidates))
         self._extra = list(extra_arms)  # (name, retriever): fused with the built-in arms
         names = [DENSE_ARM, TEXT_ARM] + [name for name, _ in self._extra]
         if len(set(names)) != len(names):

@@ -8,7 +8,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters, VectorStoreQuery, VectorStoreQueryMode
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.predicate import access_filters
@@ -19,12 +19,21 @@ class EmbeddingUnavailable(RuntimeError):
     """The query embedding could not be computed (provider error, quota, timeout)."""
 
 
+# The full-text side path's default candidate cap (migration 0016; docs/performance.md has recall
+# and latency per cap at 10^4 and 10^5 chunks).
+TEXT_CANDIDATES = 2000
+
+
 class ArmConfig(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     clearance: Clearance
     top_k: int = 8
     mode: Literal["dense", "text"] = "dense"
     extra_filters: MetadataFilters | None = None
+    # The full-text side path's candidate cap (migration 0016): rows containing the question's
+    # rarest words, up to about this many, are ranked; a caller who may read no more chunks than
+    # this, or whose question's words are all rarer than this in total, gets the uncapped ranking.
+    text_candidates: int = Field(default=TEXT_CANDIDATES, ge=1)
 
 
 def _from_store_metadata(nodes: list[NodeWithScore]) -> list[NodeWithScore]:

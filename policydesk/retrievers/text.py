@@ -9,7 +9,9 @@ caller sees.
 
 Ranks and order match PGVectorStore's own TEXT_SEARCH query (the same query-string cleaning,
 `to_tsquery('english', ...)` OR-query and `ts_rank`), which `tests/test_text_search.py` pins for
-every role.
+every role, whenever the candidate cap (`ArmConfig.text_candidates`, migration 0016) does not
+bind: on a corpus the caller sees no more than the cap of, always. Above it, only rows holding
+the question's rarest words (their frequencies summing to at most the cap) are ranked.
 """
 
 from __future__ import annotations
@@ -22,17 +24,18 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from sqlalchemy import Float, Select, String, column, func, select
 
-from policydesk.retrievers.scoped import ArmConfig
+from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Chunk
 from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
 
 
-def search_statement(query: str, k: int, clearance: Clearance) -> Select:
-    """One round trip: ids and ranks from the side path, joined to the chunk rows read under the
-    access predicate (and RLS behind it)."""
-    found = func.policydesk_text_search(query, k).table_valued(
+def search_statement(query: str, k: int, clearance: Clearance, candidates: int = TEXT_CANDIDATES) -> Select:
+    """One round trip: ids and ranks from the side path (ranking at most about `candidates` rows
+    picked by the question's rarest words, migration 0016), joined to the chunk rows read under
+    the access predicate (and RLS behind it)."""
+    found = func.policydesk_text_search(query, k, candidates).table_valued(
         column("node_id", String), column("rank", Float)).render_derived(name="s")
     return (select(Chunk.node_id, Chunk.text, Chunk.metadata_, found.c.rank)
             .join_from(found, Chunk, Chunk.node_id == found.c.node_id)
@@ -69,7 +72,8 @@ class IndexedTextRetriever(BaseRetriever):
         query = or_query(query_bundle.query_str)
         if not query:
             return None
-        return search_statement(query, self._config.top_k, self._config.clearance)
+        c = self._config
+        return search_statement(query, c.top_k, c.clearance, c.text_candidates)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         stmt = self._statement(query_bundle)

@@ -24,8 +24,9 @@ READ_ONLY_TABLES = ("users", "api_tokens")
 _READ_ONLY_WRITES = ("INSERT", *_WRITES)
 # Tables the application login must not touch at all: the full-text side table holds every
 # chunk's lexemes with no row-level security; it is read only through a definer function that
-# applies the caller's clearance (migration 0010). The embedding cache (0011) is ingest's alone.
-NO_ACCESS_TABLES = ("chunk_search", "embedding_cache")
+# applies the caller's clearance (migration 0010), and so does its per-clearance lexeme count table
+# (0016). The embedding cache (0011) is ingest's alone.
+NO_ACCESS_TABLES = ("chunk_search", "chunk_search_df", "embedding_cache")
 _ANY_ACCESS = ("SELECT", *_READ_ONLY_WRITES)
 MIN_SECRET_KEY_BYTES = 32
 
