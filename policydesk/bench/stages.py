@@ -6,6 +6,8 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
   embed        offline query embedding (all-MiniLM-L6-v2)
   dense        dense arm `.retrieve` with the precomputed embedding (SQL only)
   text         full-text arm `.retrieve` (SQL only): the indexed side path (migration 0010)
+  arms_concurrent  the dense and text arms started together (text on a worker thread, dense on the
+               caller's), wall time until both return: what running them concurrently would save
   text_plain_rls  the same query through PGVectorStore's text search under RLS (the old path)
   fusion       RRF + deterministic rerank
   guard        ClearanceGuard.postprocess_nodes on the fused top k (settings.TOP_K, 8): one read of
@@ -17,6 +19,7 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
                ROLLBACK), so the guard's own share can be told from the machine's round trips
   versions     VersionResolver.postprocess_nodes (permission-scoped version lookups)
   retrieval    dense + text + fusion + versions, per iteration (excludes embedding)
+  retrieval_concurrent  arms_concurrent + fusion + versions, per iteration
   naive        LlamaIndex VectorStoreIndex retriever, top 8, same store, same embedding
   synthesis    CitedAnswerSynthesizer with the offline ExtractiveAnswerer
   trace_write  one trace row through the application engine
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -53,8 +57,8 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
-STAGES = ("embed", "dense", "text", "text_plain_rls", "fusion", "guard", "guard_alone", "scoped_noop", "versions",
-          "retrieval", "naive", "synthesis", "trace_write", "ask_e2e")
+STAGES = ("embed", "dense", "text", "arms_concurrent", "text_plain_rls", "fusion", "guard", "guard_alone", "scoped_noop", "versions",
+          "retrieval", "retrieval_concurrent", "naive", "synthesis", "trace_write", "ask_e2e")
 
 
 @dataclass
@@ -68,6 +72,7 @@ class Question:
 class StageTimes:
     ms: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in STAGES})
     ratios: list[float] = field(default_factory=list)  # retrieval / naive, per iteration
+    ratios_concurrent: list[float] = field(default_factory=list)  # retrieval_concurrent / naive
 
     def add(self, stage: str, ms: float) -> None:
         self.ms[stage].append(ms)
@@ -134,6 +139,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     today = today or settings.today()
     times = StageTimes()
     guarded: list = []  # (clearance, fused top k) of every recorded guard call, for guard_alone
+    pool = ThreadPoolExecutor(1, thread_name_prefix="bench-text-arm")
 
     def one(q: Question, record: bool) -> None:
         clearance = clearance_for(q.role)
@@ -143,6 +149,13 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         bundle = QueryBundle(q.text, embedding=emb)
         dense, t_dense = timed(lambda: dense_arm.retrieve(bundle))
         text_nodes, t_text = timed(lambda: text_arm.retrieve(bundle))
+
+        def both() -> None:
+            pending = pool.submit(text_arm.retrieve, bundle)
+            dense_arm.retrieve(bundle)
+            pending.result()
+
+        _, t_both = timed(both)
         # The same query through PGVectorStore's own text search under RLS (the path before
         # migration 0010), in the same run, for the ratio.
         plain = PermissionScopedRetriever(store, None, text_arm.config)
@@ -178,13 +191,16 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         if not record:
             return
         retrieval = t_dense + t_text + t_fusion + t_versions
-        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("text_plain_rls", t_text_plain),
+        retrieval_concurrent = t_both + t_fusion + t_versions
+        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("arms_concurrent", t_both),
+                          ("retrieval_concurrent", retrieval_concurrent), ("text_plain_rls", t_text_plain),
                           ("fusion", t_fusion), ("guard", t_guard), ("scoped_noop", t_noop),
                           ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
                           ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):
             if ms is not None:
                 times.add(stage, ms)
         times.ratios.append(retrieval / t_naive)
+        times.ratios_concurrent.append(retrieval_concurrent / t_naive)
 
     if warmup:
         for q in questions[:3]:
@@ -192,6 +208,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     for _ in range(repetitions):
         for q in questions:
             one(q, record=True)
+    pool.shutdown()
     for clearance, nodes in guarded:
         _, ms = timed(lambda: ClearanceGuard(engine=db.app, clearance=clearance).postprocess_nodes(nodes))
         times.add("guard_alone", ms)
