@@ -17,6 +17,9 @@ returned and which arms returned each chunk, so the clearance guard can name a c
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +77,8 @@ class HybridRetrievalEvent(BaseEvent):
 class HybridRetriever(BaseRetriever):
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
-                 extra_arms: Sequence[tuple[str, BaseRetriever]] = (), **kwargs: Any) -> None:
+                 extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = True,
+                 **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
             vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
@@ -89,6 +93,7 @@ class HybridRetriever(BaseRetriever):
         self._names = names
         self._top_k = top_k
         self._split = split_parts
+        self._concurrent = concurrent_arms  # sync search(): the text arm on a worker thread
         super().__init__(**kwargs)
 
     @property
@@ -132,13 +137,17 @@ class HybridRetriever(BaseRetriever):
         per_part = []
         for part in parts:
             bundle = QueryBundle(part)
+            # The full-text arm runs on a worker thread while this one embeds the question and runs
+            # the dense arm: its statement then costs no wall time of its own (docs/performance.md).
+            text = _in_background(self._text.retrieve, bundle) if self._concurrent else None
             dense: list[NodeWithScore] = []
             if degraded is None:
                 try:
                     dense = self._dense.retrieve(bundle)
                 except EmbeddingUnavailable as exc:
                     degraded = str(exc)
-            per_part.append((dense, self._text.retrieve(bundle), [arm.retrieve(bundle) for _, arm in self._extra]))
+            text_nodes = text.result() if text is not None else self._text.retrieve(bundle)
+            per_part.append((dense, text_nodes, [arm.retrieve(bundle) for _, arm in self._extra]))
         if degraded is not None:
             per_part = [([], text, extra) for _, text, extra in per_part]
         return self._fuse(parts, per_part, degraded)
@@ -172,6 +181,20 @@ class HybridRetriever(BaseRetriever):
         result = await self.asearch(query_bundle.query_str)
         dispatcher.event(HybridRetrievalEvent.of(result))
         return result.nodes
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _in_background(fn, *args) -> Future:
+    """Run fn on the shared worker pool in a copy of the caller's context (instrumentation spans)."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(4, thread_name_prefix="policydesk-text-arm")
+    return _POOL.submit(contextvars.copy_context().run, fn, *args)
 
 
 def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:
