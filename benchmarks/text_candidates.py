@@ -6,7 +6,9 @@ the per-clearance lexeme counts of migration 0016 from the rows present), every 
 through `policydesk_text_search(query, k, cap)` on the application login under each role's
 scope, once with cap = 2^31-1 (the uncapped ranking: the full OR query over every permitted row)
 and once per cap. Recall@k is the share of the uncapped top k the capped call returns (ids; ranks
-of returned rows are the same by construction). Also recorded per cap: how often the cap bound
+of returned rows are the same by construction); for the golden questions also the share of the
+uncapped top k's demo-corpus chunks (not bench filler) the capped call keeps, since those are the
+chunks the golden answers cite. Also recorded per cap: how often the cap bound
 (the candidate query was narrowed), the candidate rows read (counted on the owner login under the
 same clearance settings), and p50/p95 of the call (SQL only, `--repeat` timed calls per question
 after one untimed), interleaved cap by cap so load drifts hit every cap alike.
@@ -39,6 +41,7 @@ from policydesk.runtime import open_migrated
 from policydesk.storage.scope import permitted_scope
 
 UNCAPPED = 2**31 - 1
+FILLER_PREFIX = "SYN-"  # the bench filler's chunk ids (policydesk/bench/scale.py)
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
@@ -90,8 +93,8 @@ def main(argv=None) -> int:
            "loadavg_start": os.getloadavg(), "roles": {}}
     for role in ROLES:
         clearance = clearance_for(role)
-        per = {c: {"recall": {"golden": [], "filler_topic": []}, "ms": [], "narrowed": 0, "candidates": []}
-               for c in [UNCAPPED, *caps]}
+        per = {c: {"recall": {"golden": [], "filler_topic": []}, "demo_kept": [], "ms": [], "narrowed": 0,
+                   "candidates": []} for c in [UNCAPPED, *caps]}
         for kind, q in questions:
             ref, _ = _call(db, clearance, q, args.k, UNCAPPED)
             for cap in [UNCAPPED, *caps]:
@@ -100,6 +103,9 @@ def main(argv=None) -> int:
                     per[cap]["ms"].append(_call(db, clearance, q, args.k, cap)[1])
                 if ref:
                     per[cap]["recall"][kind].append(len(set(ids) & set(ref)) / len(ref))
+                demo = [i for i in ref if not i.startswith(FILLER_PREFIX)]
+                if kind == "golden" and demo:
+                    per[cap]["demo_kept"].append(len(set(ids) & set(demo)) / len(demo))
                 n, narrowed = _candidates(db, clearance, q, cap)
                 per[cap]["candidates"].append(n)
                 per[cap]["narrowed"] += narrowed
@@ -110,6 +116,8 @@ def main(argv=None) -> int:
                 **{f"recall_{kind}_mean": float(np.mean(r)) if r else None for kind, r in v["recall"].items()},
                 **{f"recall_{kind}_min": float(np.min(r)) if r else None for kind, r in v["recall"].items()},
                 "recall_all_mean": float(np.mean(r_all)), "questions_below_1": int(sum(x < 1 for x in r_all)),
+                "golden_demo_chunks_kept_mean": float(np.mean(v["demo_kept"])) if v["demo_kept"] else None,
+                "golden_demo_chunks_kept_min": float(np.min(v["demo_kept"])) if v["demo_kept"] else None,
                 "narrowed": v["narrowed"], "candidates_p50": float(np.percentile(v["candidates"], 50)),
                 "candidates_max": int(max(v["candidates"])),
                 "p50_ms": float(np.percentile(v["ms"], 50)), "p95_ms": float(np.percentile(v["ms"], 95))}

@@ -21,7 +21,7 @@ class EmbeddingUnavailable(RuntimeError):
 
 # The full-text side path's default candidate cap (migration 0016; docs/performance.md has recall
 # and latency per cap at 10^4 and 10^5 chunks).
-TEXT_CANDIDATES = 2000
+TEXT_CANDIDATES = 8000
 
 
 class ArmConfig(BaseModel):

@@ -7,7 +7,7 @@ and reverted: it changed results on the demo corpus and lowered the golden set.
 
 Now the function first picks candidate rows: the question's lexemes are taken rarest first, by
 their document frequency among the chunks the caller's clearance admits, while the sum of those
-frequencies stays within `candidates` (an argument, 2,000 by default); only rows containing one
+frequencies stays within `candidates` (an argument, 8,000 by default); only rows containing one
 of those lexemes are read. The candidates are then matched and ranked with the full OR query,
 exactly as before. When every lexeme fits, or the caller may read no more than `candidates`
 chunks at all, the full query is the candidate query and results are identical to the uncapped
@@ -34,7 +34,7 @@ down_revision = "0015"
 branch_labels = None
 depends_on = None
 
-DEFAULT_CANDIDATES = 2000
+DEFAULT_CANDIDATES = 8000
 
 _COUNT = """
           INSERT INTO public.chunk_search_df AS d (lexeme, access_level, sensitive, ndoc)
