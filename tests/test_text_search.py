@@ -167,6 +167,7 @@ def test_lexeme_counts_follow_every_write(make_db, embed_model, settings):
         conn.execute(text("TRUNCATE data_chunks"))
     with db.owner.connect() as conn:
         assert _df(conn) == set()
+    db.dispose()  # the session keeps every database it made open: give the connections back
 
 
 def test_the_application_login_cannot_read_the_lexeme_counts(demo_db):
@@ -226,3 +227,4 @@ def test_content_above_clearance_does_not_shape_a_callers_candidates(make_db, em
             conn.execute(text("UPDATE data_chunks SET text = text || :w WHERE node_id = ANY(:ids)"),
                          {"w": f" {lexeme_word}", "ids": ids})
     assert rep_view() == before
+    db.dispose()  # the session keeps every database it made open: give the connections back

@@ -77,7 +77,7 @@ class HybridRetrievalEvent(BaseEvent):
 class HybridRetriever(BaseRetriever):
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
-                 extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = True,
+                 extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = False,
                  **kwargs: Any) -> None:
         self._dense = PermissionScopedRetriever(
             vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
@@ -93,7 +93,10 @@ class HybridRetriever(BaseRetriever):
         self._names = names
         self._top_k = top_k
         self._split = split_parts
-        self._concurrent = concurrent_arms  # sync search(): the text arm on a worker thread
+        # sync search(): the text arm on a worker thread. Opt-in: each search then holds two pooled
+        # connections at once, and the full test suite (every database it opens kept open) ran
+        # out of Postgres connections with it on by default (docs/performance.md).
+        self._concurrent = concurrent_arms
         super().__init__(**kwargs)
 
     @property

@@ -48,7 +48,8 @@ _SUBTRACT = _COUNT.format(sign="-", rows="old_rows") + """
           DELETE FROM public.chunk_search_df WHERE ndoc <= 0;
 """
 _INSERT = """
-          INSERT INTO public.chunk_search SELECT node_id, access_level, sensitive, text_search_tsv FROM new_rows;
+          INSERT INTO public.chunk_search (node_id, access_level, sensitive, tsv, line_of_business)
+            SELECT node_id, access_level, sensitive, text_search_tsv, line_of_business FROM new_rows;
 """
 _DELETE = """
           DELETE FROM public.chunk_search s USING old_rows o WHERE s.node_id = o.node_id;
@@ -153,6 +154,8 @@ def upgrade() -> None:
         DECLARE
           levels text[] := string_to_array(current_setting('policydesk.levels', true), ',');
           cleared boolean := current_setting('policydesk.sensitive', true) = 'on';
+          -- migration 0014: no product chosen, a source for every product, or one naming it
+          product text := coalesce(current_setting('policydesk.line_of_business', true), '');
           q tsquery := to_tsquery('english'::regconfig, query);
           narrowed tsquery := public.policydesk_text_candidates(query, candidates);
           n integer := greatest(least(k, 200), 0);
@@ -162,6 +165,7 @@ def upgrade() -> None:
               SELECT s.node_id, ts_rank(s.tsv, q) AS rank
               FROM public.chunk_search s
               WHERE s.tsv @@ q AND s.access_level = ANY (levels) AND (NOT s.sensitive OR cleared)
+                AND (product = '' OR s.line_of_business IS NULL OR s.line_of_business ? product)
               ORDER BY rank DESC, s.node_id
               LIMIT n;
           ELSE
@@ -169,6 +173,7 @@ def upgrade() -> None:
               SELECT c.node_id, ts_rank(c.tsv, q) AS rank
               FROM (SELECT s.node_id, s.tsv FROM public.chunk_search s
                     WHERE s.tsv @@ narrowed AND s.access_level = ANY (levels) AND (NOT s.sensitive OR cleared)
+                      AND (product = '' OR s.line_of_business IS NULL OR s.line_of_business ? product)
                     OFFSET 0) c
               WHERE c.tsv @@ q
               ORDER BY rank DESC, c.node_id
@@ -197,6 +202,9 @@ def downgrade() -> None:
           WHERE s.tsv @@ q
             AND s.access_level = ANY (string_to_array(current_setting('policydesk.levels', true), ','))
             AND (NOT s.sensitive OR current_setting('policydesk.sensitive', true) = 'on')
+            AND (coalesce(current_setting('policydesk.line_of_business', true), '') = ''
+                 OR s.line_of_business IS NULL
+                 OR s.line_of_business ? coalesce(current_setting('policydesk.line_of_business', true), ''))
           ORDER BY rank DESC, s.node_id
           LIMIT greatest(least(k, 200), 0)
         $$;
@@ -217,7 +225,8 @@ def downgrade() -> None:
             DELETE FROM public.chunk_search WHERE node_id = OLD.node_id;
           END IF;
           IF TG_OP IN ('INSERT', 'UPDATE') THEN
-            INSERT INTO public.chunk_search VALUES (NEW.node_id, NEW.access_level, NEW.sensitive, NEW.text_search_tsv);
+            INSERT INTO public.chunk_search (node_id, access_level, sensitive, tsv, line_of_business)
+              VALUES (NEW.node_id, NEW.access_level, NEW.sensitive, NEW.text_search_tsv, NEW.line_of_business);
           END IF;
           RETURN NULL;
         END $$;
