@@ -94,8 +94,7 @@ class HybridRetriever(BaseRetriever):
         self._top_k = top_k
         self._split = split_parts
         # sync search(): the text arm on a worker thread. Opt-in: each search then holds two pooled
-        # connections at once, and the full test suite (every database it opens kept open) ran
-        # out of Postgres connections with it on by default (docs/performance.md).
+        # connections at once, and the 10^4 p95 got worse at load ~7 (docs/performance.md).
         self._concurrent = concurrent_arms
         super().__init__(**kwargs)
 
