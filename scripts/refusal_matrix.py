@@ -1,14 +1,14 @@
 """Print the refusal gate's confusion matrix and per-kind precision/recall on labelled cases.
 
-Usage: python scripts/refusal_matrix.py [--split test_v3|test_v2|test|validation|train|regression|PATH ...]
+Usage: python scripts/refusal_matrix.py [--split test_v5|test_v4|test_v3|test_v2|test|validation|train|regression|PATH ...]
                                         [--database NAME] [--misses]
 
 The gate is the production one (`policydesk.refusal.gate_for`): identifier detectors with the
 configured plan formats, the intent classifier fitted on the train split, and the topic gate
 derived from the corpus in NAME (default `policydesk_refusal_eval`, created on the configured
 server and loaded with the demo corpus on first use; re-ingest is a no-op when unchanged).
-The held-out split is test_v3 (`--split test_v3`, measured once after the
-ref15 changes); `--split test_v2` and `--split test` have been seen (secondary figures), `train` is
+The held-out split is test_v5 (`--split test_v5`, measured once after the
+ref15c changes); test_v4, test_v3, test_v2 and test have been seen (secondary figures), `train` is
 fitted on (use scripts/refusal_cv.py for out-of-fold figures). docs/refusal.md. Exit 0.
 """
 
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     from policydesk.evals.refusals import evaluate, format_report, load_cases
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", action="append", help="test_v3, test_v2, test, validation, train, regression or a YAML path")
+    parser.add_argument("--split", action="append", help="test_v5 (the held-out one), test_v4, test_v3, test_v2, test, validation, train, regression or a YAML path")
     parser.add_argument("--database", default=DEFAULT_DATABASE)
     parser.add_argument("--misses", action="store_true", help="list every misclassified case")
     args = parser.parse_args(argv[1:])
