@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -84,11 +84,16 @@ def _local_cache():
     return VectorCache(local_model())
 
 
-def load_training_cases(path: Path = TRAIN_FILE) -> list[tuple[str, str]]:
-    with open(path, encoding="utf-8") as fh:
-        cases = yaml.safe_load(fh)["cases"]
+def training_pairs(cases: Iterable[dict]) -> list[tuple[str, str]]:
+    """(question, label) of the labelled cases the classifier may learn from: identifier cases are
+    decided by their identifier, topic-gated ones are out of scope for one role only."""
     return [(c["question"], c["expected"]) for c in cases
             if c["expected"] in CLASSES and c.get("gate") != "topic"]
+
+
+def load_training_cases(path: Path = TRAIN_FILE) -> list[tuple[str, str]]:
+    with open(path, encoding="utf-8") as fh:
+        return training_pairs(yaml.safe_load(fh)["cases"])
 
 
 def fitted_cases(cases: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -204,7 +204,6 @@ class AskPipeline:
     def ask(self, req: AskRequest) -> AskResult:
         draft = TraceDraft()
         result = AskResult(question=req.question, user_name=req.user_name, role=None, trace_id=draft.id)
-        clearance: Clearance | None = None
         vectors = _request_vectors.set({})  # this request's query vectors (RequestEmbedding)
         try:
             self._ask(req, draft, result)

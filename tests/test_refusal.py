@@ -86,35 +86,28 @@ def test_test_v3_split_is_frozen_and_held_out():
                                    "how many calls per rep does the quality team audit each month?"}
 
 
-def test_test_v4_split_is_frozen_and_held_out():
-    # Held-out split written without sight of the gate, its data or the earlier splits (issue 15),
-    # frozen in its own commit (01a0a79, sha256 in the message) before the gate changes it measures.
-    # Never edit the file; nothing in it may appear in any other split.
+# Held-out splits written without sight of the gate, its data or the earlier splits (issue 15), each
+# frozen in its own commit (sha256 in the message) before the gate changes it measures: test_v4 in
+# 01a0a79, test_v5 in 59e071e (after test_v4 had been measured and read). Never edit the files;
+# nothing in them may appear in any other split.
+FROZEN_HELD_OUT = {
+    "test_v4": ("1b5f7d10a0c003f82ff748fdbbec9de79d48cfa9a3af91fb306e1a2d5a549c1d",
+                {"pass": 84, "claim_action": 60, "member_identifier": 51, "out_of_scope": 40}),
+    "test_v5": ("9da8b8e8581a51e51e453e5b24b6ca063088fd01282d1d7478a1d389b11d0d02",
+                {"pass": 79, "claim_action": 42, "member_identifier": 47, "out_of_scope": 52}),
+}
+
+
+@pytest.mark.parametrize("split", sorted(FROZEN_HELD_OUT))
+def test_held_out_split_is_frozen_and_shares_nothing(split):
     import hashlib
 
-    assert hashlib.sha256(SPLITS["test_v4"].read_bytes()).hexdigest() == (
-        "1b5f7d10a0c003f82ff748fdbbec9de79d48cfa9a3af91fb306e1a2d5a549c1d")
-    v4 = load_cases("test_v4")
-    counts = Counter(c["expected"] for c in v4)
-    assert counts == {"pass": 84, "claim_action": 60, "member_identifier": 51, "out_of_scope": 40}
-    questions = {c["question"].strip().lower() for c in v4}
-    others = {c["question"].strip().lower() for split in SPLITS if split not in ("test_v4", "test_v5")
-              for c in load_cases(split)}
-    assert not questions & others
-
-
-def test_test_v5_split_is_frozen_and_held_out():
-    # Written without sight of the gate, its data or the earlier splits after test_v4 was measured,
-    # frozen in its own commit (59e071e, sha256 in the message) before the ref15c changes. Never edit.
-    import hashlib
-
-    assert hashlib.sha256(SPLITS["test_v5"].read_bytes()).hexdigest() == (
-        "9da8b8e8581a51e51e453e5b24b6ca063088fd01282d1d7478a1d389b11d0d02")
-    v5 = load_cases("test_v5")
-    counts = Counter(c["expected"] for c in v5)
-    assert counts == {"pass": 79, "claim_action": 42, "member_identifier": 47, "out_of_scope": 52}
-    questions = {c["question"].strip().lower() for c in v5}
-    others = {c["question"].strip().lower() for split in SPLITS if split != "test_v5" for c in load_cases(split)}
+    sha256, counts = FROZEN_HELD_OUT[split]
+    assert hashlib.sha256(SPLITS[split].read_bytes()).hexdigest() == sha256
+    cases = load_cases(split)
+    assert Counter(c["expected"] for c in cases) == counts
+    questions = {c["question"].strip().lower() for c in cases}
+    others = {c["question"].strip().lower() for other in SPLITS if other != split for c in load_cases(other)}
     assert not questions & others
 
 

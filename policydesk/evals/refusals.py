@@ -115,7 +115,7 @@ def out_of_fold(gate, cases: list[dict], k: int = 5, **classifier_options) -> Re
     one does. Everything else in `gate` (identifier detectors, rules, topic gate) is used as is.
     The gate's classifier is put back afterwards.
     """
-    from policydesk.intent import CLASSES, IntentClassifier
+    from policydesk.intent import IntentClassifier, training_pairs
 
     fitted = gate.intent
     embed = fitted._embed if fitted is not None else None
@@ -124,8 +124,7 @@ def out_of_fold(gate, cases: list[dict], k: int = 5, **classifier_options) -> Re
     parts = folds(cases, k)
     try:
         for i, held_out in enumerate(parts):
-            rest = [(c["question"], c["expected"]) for j, part in enumerate(parts) if j != i for c in part
-                    if c["expected"] in CLASSES and c.get("gate") != "topic"]
+            rest = training_pairs(c for j, part in enumerate(parts) if j != i for c in part)
             gate.intent = IntentClassifier(embed, cases=rest, **classifier_options)
             report = evaluate(gate, held_out)
             for expected, row in report.matrix.items():
