@@ -5,7 +5,6 @@ Screenshots of each step land in test-artifacts/ for a human to look at.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import uuid
@@ -16,6 +15,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from policydesk.users import add_user
+from tests.web_helpers import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -30,12 +30,6 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server_url(demo_db, settings, embed_model):
     import uvicorn
@@ -45,7 +39,7 @@ def server_url(demo_db, settings, embed_model):
 
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=date(2026, 11, 29))
     app = create_app(settings, db=demo_db, pipeline=pipeline)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

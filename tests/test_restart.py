@@ -6,7 +6,6 @@ An ingest cut off midway leaves no partial document."""
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from datetime import date
@@ -26,7 +25,7 @@ from policydesk.users import add_user
 from policydesk.web.app import create_app
 from tests.conftest import table_counts
 from tests.test_ingest import _corpus, _entries
-from tests.web_helpers import PASSWORD, by_class, csrf_from, text_of
+from tests.web_helpers import PASSWORD, by_class, csrf_from, free_port, text_of
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +60,6 @@ def _start(server) -> None:
         server.ensure_postgres_running()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, embed_model):
     data_dir = tmp_path_factory.mktemp("restart")
@@ -79,7 +72,7 @@ def served(tmp_path_factory, embed_model):
         add_user(s, name="restart-rep", role="rep", password=PASSWORD)
     embedder = _Embedding(embed_model)
     app = create_app(settings, db=db, pipeline=build_pipeline(db, settings, embed_model=embedder, today=TODAY))
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

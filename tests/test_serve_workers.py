@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from policydesk.storage.chain import verify_chain
 from policydesk.storage.engine import stop_embedded_server
 from policydesk.users import add_user
 from tests.test_ingest import _corpus, _entries
-from tests.web_helpers import PASSWORD, csrf_from, text_of
+from tests.web_helpers import PASSWORD, csrf_from, free_port, text_of
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +38,6 @@ CLI = str(Path(sys.executable).parent / "policydesk")
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = ("What is the timely filing limit?", "How long does a member have to file an appeal?")
 CLIENTS, ASKS = 8, 6
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +52,7 @@ def served(tmp_path_factory, embed_model):
     with Session(db.owner) as s, s.begin():
         for name in names:
             add_user(s, name=name, role="rep", password=PASSWORD)
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     env.pop("DATABASE_URL", None)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 from html.parser import HTMLParser
 
 from fastapi.testclient import TestClient
 
 PASSWORD = "correct horse battery staple"
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class _Page(HTMLParser):
