@@ -239,34 +239,31 @@ def _stop_cluster(pgdata: Path) -> None:
         master.kill()
 
 
+_OPEN = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
+         "from sqlalchemy import text; db = open_database(Settings()); ")
+
+
+def _in_tree(env: dict, code: str) -> str:
+    """The last line `code` prints, run after _OPEN by the server's tree against its database."""
+    out = subprocess.run([sys.executable, "-c", _OPEN + code], env=env, capture_output=True, text=True, check=True,
+                         cwd=env["PYTHONPATH"])
+    return out.stdout.strip().splitlines()[-1]
+
+
 def _chain_ok(env: dict) -> bool:
     """`policydesk traces verify`-style check of the trace hash chain after the run."""
-    code = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
-            "from policydesk.storage.chain import verify_chain; db = open_database(Settings()); "
-            "r = verify_chain(db.owner); print(r.ok, r.rows)")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=env["PYTHONPATH"])
-    return out.stdout.strip().splitlines()[-1].startswith("True")
+    return _in_tree(env, "from policydesk.storage.chain import verify_chain; "
+                         "r = verify_chain(db.owner); print(r.ok, r.rows)").startswith("True")
 
 
 def _sessions(env: dict) -> int:
     """Sessions ever established on the server's database (Postgres 14+), this check's own included."""
-    code = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
-            "from sqlalchemy import text; db = open_database(Settings()); c = db.owner.connect(); "
-            "print(c.execute(text('SELECT sessions FROM pg_stat_database WHERE datname = current_database()'))"
-            ".scalar_one())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=env["PYTHONPATH"])
-    return int(out.stdout.strip().splitlines()[-1])
+    return int(_in_tree(env, "c = db.owner.connect(); print(c.execute(text("
+                             "'SELECT sessions FROM pg_stat_database WHERE datname = current_database()')).scalar_one())"))
 
 
 def _trace_count(env: dict) -> int:
-    code = ("from policydesk.config import Settings; from policydesk.storage.engine import open_database; "
-            "from sqlalchemy import text; db = open_database(Settings()); "
-            "c = db.owner.connect(); print(c.execute(text('SELECT count(*) FROM traces')).scalar_one())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=env["PYTHONPATH"])
-    return int(out.stdout.strip().splitlines()[-1])
+    return int(_in_tree(env, "c = db.owner.connect(); print(c.execute(text('SELECT count(*) FROM traces')).scalar_one())"))
 
 
 if __name__ == "__main__":
