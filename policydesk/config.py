@@ -101,6 +101,18 @@ class Settings(BaseSettings):
     HNSW_MAX_SCAN_TUPLES: int = 40000
     # relaxed_order | strict_order | off (pgvector's hnsw.iterative_scan), set with the two above.
     HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
+    # The full-text arm ranks only rows holding the question's rarest words, their frequencies
+    # summing to at most about this many rows (migration 0016); below it, results are the uncapped
+    # ranking's. docs/performance.md has recall and latency per cap at 10^4 and 10^5 chunks.
+    TEXT_CANDIDATES: int = Field(default=8000, ge=1)
+    # The full-text arm runs on a worker thread while the question is embedded and the dense arm
+    # runs (same results, tests/test_hybrid_concurrent_arms.py); each search then holds two pooled
+    # connections at once.
+    CONCURRENT_ARMS: bool = True
+    # The application engine's connection pool (per process). Connections above DB_POOL_SIZE are
+    # closed when returned, so a pool smaller than the requests in flight reconnects under load.
+    DB_POOL_SIZE: int = Field(default=10, ge=1)
+    DB_MAX_OVERFLOW: int = Field(default=10, ge=0)
     MAX_QUESTION_CHARS: int = 1000
     # The plan's own member, subscriber and claim number formats (regular expressions, matched
     # case-insensitively as whole tokens). The refusal gate, the redaction layer, the ingester and

@@ -55,3 +55,37 @@ def test_scoped_session_binds_every_transaction(demo_db):
         session.commit()
         second = session.execute(text("SELECT count(*) FROM document_versions WHERE NOT sensitive")).scalar_one()
     assert first > 0 and first == second
+
+
+def test_a_sessions_scope_wins_over_the_context_and_costs_one_statement(demo_db):
+    # Inside a compliance reviewer's context, a session bound to a rep sees what a rep sees: the
+    # session's scope is the one the engine's begin hook sets, in its single set_config statement.
+    from sqlalchemy import create_engine, event
+
+    from policydesk.storage.scope import permitted_scope
+
+    rep = clearance_for("rep")
+    statements: list[str] = []
+    spy = lambda conn, cursor, statement, *args: statements.append(statement)  # noqa: E731
+    event.listen(demo_db.app, "before_cursor_execute", spy)
+    try:
+        with permitted_scope(clearance_for("compliance")), scoped_session(demo_db.app, rep) as session:
+            seen = set(session.execute(text("SELECT node_id FROM data_chunks")).scalars())
+    finally:
+        event.remove(demo_db.app, "before_cursor_execute", spy)
+    with demo_db.owner.connect() as conn:
+        allowed = set(conn.execute(select(Chunk.node_id).where(access_clause(rep, Chunk))).scalars())
+    assert seen == allowed and len(seen) < len(_all_chunk_ids(demo_db))
+    assert sum("set_config" in s for s in statements) == 1, statements
+    # An engine without the begin hook (an extension's own engine) still gets the scope bound.
+    bare = create_engine(demo_db.app_url)
+    try:
+        with scoped_session(bare, rep) as session:
+            assert set(session.execute(text("SELECT node_id FROM data_chunks")).scalars()) == allowed
+    finally:
+        bare.dispose()
+
+
+def _all_chunk_ids(db) -> set[str]:
+    with db.owner.connect() as conn:
+        return set(conn.execute(select(Chunk.node_id)).scalars())

@@ -228,3 +228,14 @@ def test_content_above_clearance_does_not_shape_a_callers_candidates(make_db, em
                          {"w": f" {lexeme_word}", "ids": ids})
     assert rep_view() == before
     db.dispose()  # the session keeps every database it made open: give the connections back
+
+
+def test_the_side_index_keeps_no_pending_list(demo_db):
+    # Migration 0017: GIN's fast update leaves fresh rows in a pending list every search reads in
+    # full; the side index writes straight into the index instead, so an ingest never slows the
+    # searches after it. The ingest that built the demo database left nothing pending.
+    with demo_db.owner.connect() as conn:
+        options = conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = 'chunk_search_tsv'")).scalar_one()
+        merged = conn.execute(text("SELECT gin_clean_pending_list('chunk_search_tsv'::regclass)")).scalar_one()
+    assert "fastupdate=off" in (options or [])
+    assert merged == 0  # pages the call found pending and merged

@@ -240,6 +240,14 @@ def test_lookup_never_returns_what_the_caller_cannot_see(demo_db):
     seen = lookup.versions(["POL-PA"], REP)["POL-PA"]
     assert [v.version for v in seen] == [1, 2]
     assert lookup.section("POL-PA", 2, "decision-timeframes", REP) is not None
+    # The request-wide read the resolver uses follows the same rule.
+    hidden = lookup.reads(["POL-PA"], {("POL-PA", "decision-timeframes")}, public)
+    assert hidden.versions == {} and hidden.section_rows == {}
+    assert hidden.section("POL-PA", 2, "decision-timeframes") is None
+    seen = lookup.reads(["POL-PA"], {("POL-PA", "decision-timeframes")}, REP)
+    assert [v.version for v in seen.versions["POL-PA"]] == [1, 2]
+    assert seen.section("POL-PA", 2, "decision-timeframes").node_id == "POL-PA:v2:decision-timeframes"
+    assert lookup.sections_of([("POL-PA", 1)], public) == {("POL-PA", 1): []}
 
 
 def test_resolver_does_not_invent_a_version_the_caller_cannot_see(demo_db, embed_model):
@@ -285,6 +293,28 @@ def test_every_lookup_statement_carries_the_access_predicate(demo_db, embed_mode
         assert "access_level" in where, s
         assert "%(" in where or "$" in where  # bound parameters, never interpolated values
     assert owner_statements == []
+
+
+def test_resolution_and_conflict_checks_each_read_in_one_transaction(demo_db, embed_model):
+    # A 2025 date of service swaps every POL-TF version 2 chunk back to version 1: the swaps come
+    # from the request's one read, not from a transaction per swapped chunk; the conflict check
+    # reads every version in context in one transaction as well.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    begins: list[int] = []
+    listener = lambda conn: begins.append(1)  # noqa: E731
+    lookup = VersionLookup(demo_db)
+    r = VersionResolver(lookup=lookup, clearance=REP, dates={"date_of_service": date(2025, 11, 3)},
+                        today=TODAY, report=ContextReport())
+    event.listen(demo_db.app, "begin", listener)
+    try:
+        out = r.postprocess_nodes(nodes)
+        resolved = len(begins)
+        ConflictFlagger(lookup=lookup, clearance=REP).postprocess_nodes(out)
+        flagged = len(begins) - resolved
+    finally:
+        event.remove(demo_db.app, "begin", listener)
+    assert len(r.report.swaps) >= 2 and versions_in_context(out, "POL-TF") == {1}
+    assert (resolved, flagged) == (1, 1)
 
 
 def test_a_version_hidden_from_the_caller_is_never_stood_in_for(make_db, embed_model, settings, tmp_path):

@@ -52,7 +52,7 @@ VERSION_P = policy_text.VERSION_P  # documents with 1, 2, 3 versions
 SECTIONS_PER_VERSION = 4
 STARTS = ("2024-01-01", "2025-01-01", "2026-01-01")
 EMBED_DIM = 384
-REBUILT_INDEXES = ("data_chunks_embedding_hnsw", "data_chunks_idx", "data_chunks_metadata")
+REBUILT_INDEXES = ("data_chunks_embedding_hnsw", "data_chunks_idx", "data_chunks_metadata", "chunk_search_tsv")
 
 
 def _vec_text(v: np.ndarray) -> str:
@@ -174,7 +174,8 @@ def insert_filler(db, n: int, *, filler: str = "noisy", seed: int = 8, noise: fl
     t0 = time.perf_counter()
     with db.owner.begin() as conn:
         defs = dict(conn.execute(text(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'data_chunks' AND indexname = ANY(:n)"),
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN ('data_chunks', 'chunk_search') "
+            "AND indexname = ANY(:n)"),
             {"n": list(REBUILT_INDEXES)}).all())
         for name in defs:
             conn.execute(text(f'DROP INDEX "{name}"'))

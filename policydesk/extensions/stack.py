@@ -58,7 +58,8 @@ class RequestStack:
         self._guard_turn = threading.Lock()
         extra = [(r.name, GuardedArm(r.name, r.build(self.context), self)) for r in extensions.retrievers]
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
-                                         extra_arms=extra)
+                                         text_candidates=settings.TEXT_CANDIDATES,
+                                         concurrent_arms=settings.CONCURRENT_ARMS, extra_arms=extra)
         self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors]
         self.built_in = {DENSE_ARM, TEXT_ARM}
         self.components: dict[str, dict[str, Any]] = {}  # name -> what it did, summed over question parts

@@ -170,8 +170,9 @@ class ConflictFlagger(BaseNodePostprocessor):
             chunks.setdefault((doc_id_of(p.node), p.node.metadata.get("version")), {})[p.node.node_id] = p.node
         in_context = {n.node.node_id for n in policies}
         if self.lookup is not None and self.clearance is not None:
+            stored = self.lookup.sections_of(list(chunks), self.clearance)  # one read for every version
             for doc_id, version in list(chunks):
-                for node in self.lookup.sections(doc_id, version, self.clearance):
+                for node in stored.get((doc_id, int(version)), []):
                     chunks[(doc_id, version)].setdefault(node.node_id, node)
         known: dict[tuple, list[tuple[str, StatedRule]]] = {}
         for key, by_id in chunks.items():

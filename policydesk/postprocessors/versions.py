@@ -40,6 +40,7 @@ from policydesk.versions import (
     NoVersionInForce,
     VersionInfo,
     VersionLookup,
+    VersionReads,
     Window,
     basis_label,
     in_force_on,
@@ -79,7 +80,12 @@ class VersionResolver(BaseNodePostprocessor):
         related_ids = [r for n in nodes if n.node.metadata.get("source_type") != "policy"
                        for r in n.node.metadata.get("related_policies") or []]
         wanted = list(dict.fromkeys(policy_ids + related_ids))
-        versions = self.lookup.versions(wanted, self.clearance) if wanted else {}
+        # One read for the request: the versions of every policy in play and each policy
+        # section's other versions, so a swap needs no read of its own.
+        sections = {(doc_id_of(n.node), n.node.metadata.get("section_id")) for n in nodes
+                    if n.node.metadata.get("source_type") == "policy" and n.node.metadata.get("section_id")}
+        reads = self.lookup.reads(wanted, sections, self.clearance)
+        versions = reads.versions
         chosen: dict[str, VersionInfo | None] = {}
         out: list[NodeWithScore] = []
         seen: set[str] = set()
@@ -91,7 +97,7 @@ class VersionResolver(BaseNodePostprocessor):
                     continue
                 resolved = item
             else:
-                resolved = self._resolve(item, versions, chosen, report)
+                resolved = self._resolve(item, reads, chosen, report)
                 if resolved is None:
                     continue
             if resolved.node.node_id in seen:
@@ -148,8 +154,8 @@ class VersionResolver(BaseNodePostprocessor):
 
     # -- one policy chunk ---------------------------------------------------------------------
 
-    def _resolve(self, item: NodeWithScore, versions, chosen, report: ContextReport) -> NodeWithScore | None:
-        node = item.node
+    def _resolve(self, item: NodeWithScore, reads: VersionReads, chosen, report: ContextReport) -> NodeWithScore | None:
+        node, versions = item.node, reads.versions
         doc_id = doc_id_of(node)
         basis = node.metadata.get("date_basis")
         applicable = self.dates.get(basis)
@@ -175,7 +181,7 @@ class VersionResolver(BaseNodePostprocessor):
             return None
         if int(node.metadata.get("version", 0)) != target.version:
             section_id = node.metadata.get("section_id")
-            fetched = self.lookup.section(doc_id, target.version, section_id, self.clearance)
+            fetched = reads.section(doc_id, target.version, section_id)
             if fetched is None:
                 report.dropped.append({
                     "chunk_id": node.node_id,

@@ -93,8 +93,8 @@ class HybridRetriever(BaseRetriever):
         self._names = names
         self._top_k = top_k
         self._split = split_parts
-        # sync search(): the text arm on a worker thread. Opt-in: each search then holds two pooled
-        # connections at once, and the 10^4 p95 got worse at load ~7 (docs/performance.md).
+        # sync search(): the text arm on a worker thread (settings.CONCURRENT_ARMS in the pipeline);
+        # each search then holds two pooled connections at once (docs/performance.md).
         self._concurrent = concurrent_arms
         super().__init__(**kwargs)
 
@@ -195,7 +195,9 @@ def _in_background(fn, *args) -> Future:
     if _POOL is None:
         with _POOL_LOCK:
             if _POOL is None:
-                _POOL = ThreadPoolExecutor(4, thread_name_prefix="policydesk-text-arm")
+                # One text arm per request in flight: a web worker serves up to its thread pool's
+                # requests at once, and a queued text arm would hold its request's dense connection.
+                _POOL = ThreadPoolExecutor(16, thread_name_prefix="policydesk-text-arm")
     return _POOL.submit(contextvars.copy_context().run, fn, *args)
 
 

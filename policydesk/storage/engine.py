@@ -103,7 +103,8 @@ def open_database(settings, database: str | None = None) -> Database:
     # pg_stat_activity names the process holding each connection (one per `serve` worker).
     engine_kwargs = {"pool_pre_ping": True, "connect_args": {"application_name": f"policydesk-{os.getpid()}"}}
     owner_engine = create_engine(owner, **engine_kwargs)
-    app_engine = create_engine(app, **engine_kwargs)
+    app_engine = create_engine(app, pool_size=settings.DB_POOL_SIZE, max_overflow=settings.DB_MAX_OVERFLOW,
+                               **engine_kwargs)
     # No pool for async: each asyncio.run() has its own loop, and a pooled connection must not
     # outlive the loop that opened it.
     app_async = create_async_engine(app, poolclass=NullPool)

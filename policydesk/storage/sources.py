@@ -35,6 +35,26 @@ def sections_statement(doc_id: str, version: int, clearance: Clearance, section_
     return stmt.order_by(Chunk.id)  # ingest inserts sections in document order
 
 
+def section_versions_statement(keys: Iterable[tuple[str, str]], clearance: Clearance) -> Select:
+    """Every visible version of these (doc_id, section_id) sections: the rows a version swap may
+    need, in one read. Plain-column IN lists (leakproof, so the index serves them under RLS);
+    pairs that were not asked for are dropped by the caller."""
+    pairs = set(keys)
+    return select(Chunk.doc_id, Chunk.version, Chunk.section_id, Chunk.text, Chunk.metadata_).where(
+        Chunk.doc_id.in_(sorted({d for d, _ in pairs})), Chunk.section_id.in_(sorted({s for _, s in pairs})),
+        access_clause(clearance, Chunk))
+
+
+def version_sections_statement(keys: Iterable[tuple[str, int]], clearance: Clearance) -> Select:
+    """Every section of these (doc_id, version) pairs, in document order per version (ingest
+    inserts sections in order); pairs that were not asked for are dropped by the caller."""
+    pairs = set(keys)
+    return (select(Chunk.doc_id, Chunk.version, Chunk.text, Chunk.metadata_)
+            .where(Chunk.doc_id.in_(sorted({d for d, _ in pairs})), Chunk.version.in_(sorted({int(v) for _, v in pairs})),
+                   access_clause(clearance, Chunk))
+            .order_by(Chunk.id))
+
+
 def version_rows(session: Session, *, doc_ids: Iterable[str], clearance: Clearance) -> list[Row]:
     """Visible versions of the documents, oldest first per document."""
     ids = set(doc_ids)

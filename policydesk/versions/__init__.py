@@ -18,7 +18,8 @@ from policydesk.versions.window import Window, display_window, in_force_on, in_f
 _LAZY = {
     "SectionChange": "compare", "VersionComparison": "compare", "compare_versions": "compare",
     "is_what_changed_question": "compare", "render_comparison": "compare",
-    "VersionInfo": "repository", "VersionLookup": "repository", "row_to_node": "repository",
+    "VersionInfo": "repository", "VersionLookup": "repository", "VersionReads": "repository",
+    "row_to_node": "repository",
 }
 
 
