@@ -235,7 +235,7 @@ def test_guard_read_is_limited_by_row_level_security_without_its_predicate(demo_
     from sqlalchemy import true
 
     rows = _owner_rows(demo_db)
-    guard_read._statements.cache_clear()
+    guard_read._statement.cache_clear()
     monkeypatch.setattr(guard_read, "access_clause", lambda clearance, model: true())
     try:
         for role in ("rep", "supervisor"):
@@ -243,7 +243,7 @@ def test_guard_read_is_limited_by_row_level_security_without_its_predicate(demo_
             got = guard_read.stored_chunks(demo_db.app, chunk_ids=list(rows), clearance=clearance)
             assert set(got) == _expected(rows, clearance), role
     finally:
-        guard_read._statements.cache_clear()
+        guard_read._statement.cache_clear()
 
 
 def test_guard_read_leaves_no_open_transaction_or_scope_on_the_pooled_connection(demo_db):

@@ -286,6 +286,14 @@ def test_every_lookup_statement_carries_the_access_predicate(demo_db, embed_mode
     finally:
         event.remove(demo_db.app, "before_cursor_execute", spy)
         event.remove(demo_db.owner, "before_cursor_execute", owner_spy)
+    # The resolver's own read is pipelined (storage/pipelined.py), past SQLAlchemy's cursor events:
+    # its two statements, as compiled for this clearance, are checked with the rest.
+    from policydesk.versions.repository import _read_statements
+
+    from policydesk.versions.repository import _sections_statement
+
+    statements += [sql for sql, _ in _read_statements(demo_db.app.dialect, REP)]
+    statements.append(_sections_statement(demo_db.app.dialect, REP)[0])
     reads = [s for s in statements if "document_versions" in s or "data_chunks" in s]
     assert any("document_versions" in s for s in reads) and any("data_chunks" in s for s in reads)
     for s in reads:
@@ -295,24 +303,53 @@ def test_every_lookup_statement_carries_the_access_predicate(demo_db, embed_mode
     assert owner_statements == []
 
 
+def test_resolution_reads_are_limited_by_row_level_security_without_their_predicate(demo_db, monkeypatch):
+    # The second layer: with the WHERE predicate gone from the resolver's statements, the scope
+    # its pipelined read sets still hides POL-PA (internal) from a public-only caller.
+    from sqlalchemy import true
+
+    from policydesk.storage import sources
+    from policydesk.versions import repository
+
+    public = Clearance(role="test", levels=("public",), sensitive=False)
+    caches = (repository._read_statements, repository._sections_statement)
+    for cache in caches:
+        cache.cache_clear()
+    monkeypatch.setattr(sources, "access_clause", lambda clearance, model: true())
+    lookup = VersionLookup(demo_db)
+    try:
+        assert "access_level" not in repository._read_statements(demo_db.app.dialect, public)[0][0]
+        hidden = lookup.reads(["POL-PA"], {("POL-PA", "decision-timeframes")}, public)
+        seen = lookup.reads(["POL-PA"], {("POL-PA", "decision-timeframes")}, REP)
+        hidden_sections = lookup.sections_of([("POL-PA", 1)], public)
+        seen_sections = lookup.sections_of([("POL-PA", 1)], REP)
+    finally:
+        for cache in caches:
+            cache.cache_clear()
+    assert hidden.versions == {} and hidden.section_rows == {}
+    assert [v.version for v in seen.versions["POL-PA"]] == [1, 2] and len(seen.section_rows) == 2
+    assert hidden_sections == {("POL-PA", 1): []} and seen_sections[("POL-PA", 1)]
+
+
 def test_resolution_and_conflict_checks_each_read_in_one_transaction(demo_db, embed_model):
     # A 2025 date of service swaps every POL-TF version 2 chunk back to version 1: the swaps come
     # from the request's one read, not from a transaction per swapped chunk; the conflict check
-    # reads every version in context in one transaction as well.
+    # reads every version in context in one transaction as well. (Counted as connections taken
+    # from the pool: the resolver's read is a pipelined one that bypasses SQLAlchemy's begin.)
     nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
-    begins: list[int] = []
-    listener = lambda conn: begins.append(1)  # noqa: E731
+    checkouts: list[int] = []
+    listener = lambda *args: checkouts.append(1)  # noqa: E731
     lookup = VersionLookup(demo_db)
     r = VersionResolver(lookup=lookup, clearance=REP, dates={"date_of_service": date(2025, 11, 3)},
                         today=TODAY, report=ContextReport())
-    event.listen(demo_db.app, "begin", listener)
+    event.listen(demo_db.app.pool, "checkout", listener)
     try:
         out = r.postprocess_nodes(nodes)
-        resolved = len(begins)
+        resolved = len(checkouts)
         ConflictFlagger(lookup=lookup, clearance=REP).postprocess_nodes(out)
-        flagged = len(begins) - resolved
+        flagged = len(checkouts) - resolved
     finally:
-        event.remove(demo_db.app, "begin", listener)
+        event.remove(demo_db.app.pool, "checkout", listener)
     assert len(r.report.swaps) >= 2 and versions_in_context(out, "POL-TF") == {1}
     assert (resolved, flagged) == (1, 1)
 

@@ -17,21 +17,24 @@ the question's rarest words (their frequencies summing to at most the cap) are r
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
-from sqlalchemy import Float, Select, String, column, func, select
+from sqlalchemy import BindParameter, Float, Integer, Select, String, bindparam, column, func, select
 
 from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Chunk
+from policydesk.storage.pipelined import compiled, scoped_reads
 from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
 
 
-def search_statement(query: str, k: int, clearance: Clearance, candidates: int = TEXT_CANDIDATES) -> Select:
+def search_statement(query: str | BindParameter, k: int | BindParameter, clearance: Clearance,
+                     candidates: int | BindParameter = TEXT_CANDIDATES) -> Select:
     """One round trip: ids and ranks from the side path (ranking at most about `candidates` rows
     picked by the question's rarest words, migration 0016), joined to the chunk rows read under
     the access predicate (and RLS behind it)."""
@@ -48,12 +51,21 @@ def or_query(query_str: str) -> str:
     return re.sub(r"(?!\b\.\b)\W+", " ", query_str).strip().replace(" ", "|")
 
 
-def _node(row) -> TextNode:
+@lru_cache(maxsize=256)
+def _compiled_search(dialect, clearance: Clearance) -> tuple[str, dict]:
+    """`search_statement` for this clearance with the query, k and cap left as parameters,
+    compiled once (the sync path reads it through `storage/pipelined.py`)."""
+    params = (bindparam("query", value="", type_=String), bindparam("k", value=0, type_=Integer),
+              bindparam("candidates", value=0, type_=Integer))
+    return compiled(search_statement(*params[:2], clearance, params[2]), dialect, keep=("query", "k", "candidates"))
+
+
+def _node(node_id: str, text: str, metadata: dict) -> TextNode:
     try:
-        node = metadata_dict_to_node(row.metadata_)
-        node.set_content(str(row.text))
+        node = metadata_dict_to_node(metadata)
+        node.set_content(str(text))
     except Exception:  # rows written without LlamaIndex's node metadata
-        node = TextNode(id_=row.node_id, text=row.text, metadata=row.metadata_)
+        node = TextNode(id_=node_id, text=text, metadata=metadata)
     return node
 
 
@@ -76,12 +88,16 @@ class IndexedTextRetriever(BaseRetriever):
         return search_statement(query, c.top_k, c.clearance, c.text_candidates)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        stmt = self._statement(query_bundle)
-        if stmt is None:
+        query = or_query(query_bundle.query_str)
+        if not query:
             return []
-        with permitted_scope(self._config.clearance), self._engine.connect() as conn:
-            rows = conn.execute(stmt).all()
-        return [NodeWithScore(node=_node(r), score=float(r.rank)) for r in rows]
+        c = self._config
+        sql, params = _compiled_search(self._engine.dialect, c.clearance)
+        # BEGIN, the scope, the search and ROLLBACK in one wait on the server.
+        [rows] = scoped_reads(self._engine, c.clearance,
+                              [(sql, params | {"query": query, "k": c.top_k, "candidates": c.text_candidates})])
+        return [NodeWithScore(node=_node(node_id, text, metadata), score=float(rank))
+                for node_id, text, metadata, rank in rows]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         stmt = self._statement(query_bundle)
@@ -90,4 +106,4 @@ class IndexedTextRetriever(BaseRetriever):
         with permitted_scope(self._config.clearance):
             async with self._async_engine.connect() as conn:
                 rows = (await conn.execute(stmt)).all()
-        return [NodeWithScore(node=_node(r), score=float(r.rank)) for r in rows]
+        return [NodeWithScore(node=_node(r.node_id, r.text, r.metadata_), score=float(r.rank)) for r in rows]

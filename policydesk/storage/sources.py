@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import ARRAY, Integer, Row, Select, Text, any_, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from policydesk.storage.clearance import Clearance
@@ -35,22 +35,32 @@ def sections_statement(doc_id: str, version: int, clearance: Clearance, section_
     return stmt.order_by(Chunk.id)  # ingest inserts sections in document order
 
 
-def section_versions_statement(keys: Iterable[tuple[str, str]], clearance: Clearance) -> Select:
-    """Every visible version of these (doc_id, section_id) sections: the rows a version swap may
-    need, in one read. Plain-column IN lists (leakproof, so the index serves them under RLS);
-    pairs that were not asked for are dropped by the caller."""
-    pairs = set(keys)
+def section_versions_statement(clearance: Clearance) -> Select:
+    """Every visible version of the sections named by (doc_id, section_id) pairs, given as two
+    arrays bound at call time (`doc_ids`, `section_ids`): the rows a version swap may need, in one
+    read. Plain-column `= ANY` tests (leakproof, so the index serves them under RLS); the caller
+    drops pairs it did not ask for."""
     return select(Chunk.doc_id, Chunk.version, Chunk.section_id, Chunk.text, Chunk.metadata_).where(
-        Chunk.doc_id.in_(sorted({d for d, _ in pairs})), Chunk.section_id.in_(sorted({s for _, s in pairs})),
+        Chunk.doc_id == any_(bindparam("doc_ids", value=[], type_=ARRAY(Text))),
+        Chunk.section_id == any_(bindparam("section_ids", value=[], type_=ARRAY(Text))),
         access_clause(clearance, Chunk))
 
 
-def version_sections_statement(keys: Iterable[tuple[str, int]], clearance: Clearance) -> Select:
-    """Every section of these (doc_id, version) pairs, in document order per version (ingest
-    inserts sections in order); pairs that were not asked for are dropped by the caller."""
-    pairs = set(keys)
+def versions_of_statement(clearance: Clearance) -> Select:
+    """`versions_statement` with the document ids as one array bound at call time (`doc_ids`)."""
+    v = DocumentVersion
+    return (select(v.doc_id, v.version, v.title, v.effective_from, v.effective_to, v.date_basis, v.superseded_by)
+            .where(v.doc_id == any_(bindparam("doc_ids", value=[], type_=ARRAY(Text))), access_clause(clearance, v))
+            .order_by(v.doc_id, v.effective_from, v.version))
+
+
+def version_sections_statement(clearance: Clearance) -> Select:
+    """Every section of the versions named by (doc_id, version) pairs, given as two arrays bound at
+    call time (`doc_ids`, `versions`), in document order per version (ingest inserts sections in
+    order); the caller drops pairs it did not ask for."""
     return (select(Chunk.doc_id, Chunk.version, Chunk.text, Chunk.metadata_)
-            .where(Chunk.doc_id.in_(sorted({d for d, _ in pairs})), Chunk.version.in_(sorted({int(v) for _, v in pairs})),
+            .where(Chunk.doc_id == any_(bindparam("doc_ids", value=[], type_=ARRAY(Text))),
+                   Chunk.version == any_(bindparam("versions", value=[], type_=ARRAY(Integer))),
                    access_clause(clearance, Chunk))
             .order_by(Chunk.id))
 

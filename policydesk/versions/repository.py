@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
+from typing import NamedTuple
 
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
@@ -18,6 +20,7 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from policydesk.storage import sources
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import OPEN_END
+from policydesk.storage.pipelined import compiled, scoped_reads
 from policydesk.storage.scope import scoped_session
 
 
@@ -58,6 +61,29 @@ class VersionReads:
         return row_to_node(*row) if row is not None else None
 
 
+class VersionRow(NamedTuple):
+    doc_id: str
+    version: int
+    title: str
+    effective_from: date
+    effective_to: date
+    date_basis: str
+    superseded_by: int | None
+
+
+@lru_cache(maxsize=256)
+def _read_statements(dialect, clearance: Clearance) -> tuple[tuple[str, dict], tuple[str, dict]]:
+    """The two statements of `VersionLookup.reads`, compiled once per clearance."""
+    return (compiled(sources.versions_of_statement(clearance), dialect, keep=("doc_ids",)),
+            compiled(sources.section_versions_statement(clearance), dialect, keep=("doc_ids", "section_ids")))
+
+
+@lru_cache(maxsize=256)
+def _sections_statement(dialect, clearance: Clearance) -> tuple[str, dict]:
+    """`VersionLookup.sections_of`'s statement, compiled once per clearance."""
+    return compiled(sources.version_sections_statement(clearance), dialect, keep=("doc_ids", "versions"))
+
+
 def _version_infos(rows) -> dict[str, list[VersionInfo]]:
     out: dict[str, list[VersionInfo]] = {}
     for r in rows:
@@ -78,16 +104,19 @@ class VersionLookup:
 
     def reads(self, doc_ids, sections, clearance: Clearance) -> VersionReads:
         """`versions(doc_ids)` and every visible version of the (doc_id, section_id) `sections`,
-        in one transaction: version resolution's reads for a request, in two statements instead
-        of one transaction per swapped chunk."""
-        doc_ids, sections = set(doc_ids), set(sections)
+        in one transaction and one round trip (`storage/pipelined.py`): version resolution's reads
+        for a request, instead of a transaction per swapped chunk."""
+        doc_ids, sections = sorted(set(doc_ids)), set(sections)
         if not doc_ids and not sections:
             return VersionReads({}, {})
-        with scoped_session(self._engine, clearance) as session:
-            versions = _version_infos(sources.version_rows(session, doc_ids=doc_ids, clearance=clearance))
-            rows = session.execute(sources.section_versions_statement(sections, clearance)).all() if sections else []
-        found = {(r.doc_id, int(r.version), r.section_id): (r.text, r.metadata_) for r in rows
-                 if (r.doc_id, r.section_id) in sections}
+        versions_sql, sections_sql = _read_statements(self._engine.dialect, clearance)
+        version_rows, section_rows = scoped_reads(self._engine, clearance, [
+            (versions_sql[0], versions_sql[1] | {"doc_ids": doc_ids}),
+            (sections_sql[0], sections_sql[1] | {"doc_ids": sorted({d for d, _ in sections}),
+                                                 "section_ids": sorted({s for _, s in sections})}),
+        ])
+        versions = _version_infos(VersionRow(*r) for r in version_rows)
+        found = {(d, int(v), s): (t, m) for d, v, s, t, m in section_rows if (d, s) in sections}
         return VersionReads(versions, found)
 
     def section(self, doc_id: str, version: int, section_id: str, clearance: Clearance) -> TextNode | None:
@@ -103,15 +132,15 @@ class VersionLookup:
         return [row_to_node(r.text, r.metadata_) for r in rows]
 
     def sections_of(self, keys, clearance: Clearance) -> dict[tuple[str, int], list[TextNode]]:
-        """`sections(doc_id, version)` for each (doc_id, version) key, in one read."""
+        """`sections(doc_id, version)` for each (doc_id, version) key, in one round trip."""
         wanted = {(d, int(v)) for d, v in keys}
         out: dict[tuple[str, int], list[TextNode]] = {k: [] for k in wanted}
         if not wanted:
             return out
-        with scoped_session(self._engine, clearance) as session:
-            rows = session.execute(sources.version_sections_statement(wanted, clearance)).all()
-        for r in rows:
-            key = (r.doc_id, int(r.version))
-            if key in wanted:
-                out[key].append(row_to_node(r.text, r.metadata_))
+        sql, params = _sections_statement(self._engine.dialect, clearance)
+        [rows] = scoped_reads(self._engine, clearance, [(sql, params | {
+            "doc_ids": sorted({d for d, _ in wanted}), "versions": sorted({v for _, v in wanted})})])
+        for doc_id, version, text_value, metadata in rows:
+            if (doc_id, int(version)) in wanted:
+                out[(doc_id, int(version))].append(row_to_node(text_value, metadata))
         return out
