@@ -39,9 +39,20 @@ def scoped_reads(engine: Engine, clearance: Clearance,
         driver = conn.connection.driver_connection
         if not hasattr(driver, "pipeline"):  # pragma: no cover - the app engine is psycopg 3
             raise TypeError(f"a pipelined read needs a psycopg 3 connection, got {type(driver).__name__}")
+        sent = [("SELECT " + scope_sql, scope_params), *statements]
+        _announce(conn, sent)
         with driver.pipeline():
             # psycopg opens the transaction itself (BEGIN) before the first statement.
-            driver.execute("SELECT " + scope_sql, scope_params)
-            cursors = [driver.execute(sql, params) for sql, params in statements]
+            cursors = [driver.execute(sql, params) for sql, params in sent]
             driver.execute("ROLLBACK")
-        return [cursor.fetchall() for cursor in cursors]
+        return [cursor.fetchall() for cursor in cursors[1:]]
+
+
+def _announce(conn, statements: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """Fire the engine's `before_cursor_execute` listeners for statements sent past SQLAlchemy, so
+    whatever watches the application's SQL (statement logs, the tests' access-predicate spies)
+    sees these reads too. No cursor or execution context exists for them: both are None."""
+    if not conn._has_events and not conn.engine._has_events:
+        return
+    for sql, params in statements:
+        conn.dispatch.before_cursor_execute(conn, None, sql, params, None, False)
