@@ -14,6 +14,7 @@ from policydesk.ingest.outline import NO_HEADINGS, build_sections
 from policydesk.ingest.readers.markup import read_html, read_markdown
 from policydesk.ingest.readers.text import read_text
 from tests import ingest_fixtures as fx
+from tests.conftest import CORPUS
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,65 @@ def test_pdf_without_headings_is_kept_with_a_warning(corpus, offline):
     planned = _plan(corpus / "policies/vision.pdf", offline)
     assert planned.warnings == [NO_HEADINGS]
     assert "12 months" in " ".join(c.text for c in planned.chunks)
+
+
+def test_every_pdf_character_has_the_style_of_its_text_object(corpus):
+    # The PDF reader asks PDFium for font size, name, flags and weight once per text object, not
+    # once per character; that loses nothing only while every character of an object has the
+    # object's style. Checked character by character on the demo corpus and the format fixtures.
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as c
+
+    files = sorted((CORPUS / "policies").glob("*.pdf")) + sorted(corpus.rglob("*.pdf"))
+    checked, objects = 0, set()
+    name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
+    for path in files:
+        doc = pdfium.PdfDocument(str(path))
+        for n in range(len(doc)):
+            page = doc[n]
+            textpage = page.get_textpage()
+            tp, first = textpage.raw, {}
+            for i in range(c.FPDFText_CountChars(tp)):
+                obj = c.FPDFText_GetTextObject(tp, i)
+                if not obj:
+                    continue
+                c.FPDFText_GetFontInfo(tp, i, name, len(name), ctypes.byref(flags))
+                style = (c.FPDFText_GetFontSize(tp, i), name.value, flags.value, c.FPDFText_GetFontWeight(tp, i))
+                assert first.setdefault(bytes(obj), style) == style, f"{path.name} page {n + 1} character {i}"
+                checked += 1
+            objects.update((path.name, n, k) for k in first)
+            textpage.close()
+        doc.close()
+    assert checked > 20 * len(objects) > 0  # objects are runs of text, so this saves calls
+
+
+_DEJAVU = Path("/usr/share/fonts/truetype/dejavu")
+
+
+@pytest.mark.skipif(not (_DEJAVU / "DejaVuSans.ttf").exists(), reason="needs the DejaVu fonts to set the text")
+def test_pdf_text_outside_the_bmp_keeps_each_character_with_its_style(tmp_path, offline):
+    # The reader takes a page's text in one call and styles once per text object; a character
+    # outside the BMP is two UTF-16 units there, which must not shift the text against the styles
+    # (the heading would lose its bold, the sentence its last character).
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_font("DejaVu", "", str(_DEJAVU / "DejaVuSans.ttf"))
+    pdf.add_font("DejaVu", "B", str(_DEJAVU / "DejaVuSans-Bold.ttf"))
+    for heading, body in (("Scope of the rule", "A \U0001F600 marks this sentence, then ordinary text follows it."),
+                          ("Exceptions", "None apply to this rule.")):
+        pdf.set_font("DejaVu", "B", 14)
+        pdf.cell(0, 10, heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("DejaVu", "", 11)
+        pdf.multi_cell(0, 6, body, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "emoji.pdf"))
+    planned = _plan(tmp_path / "emoji.pdf", offline, "policy")
+    assert [h for _, h in _sections(planned)] == ["Scope of the rule", "Exceptions"]
+    assert planned.chunks[0].text.endswith("A \U0001F600 marks this sentence, then ordinary text follows it.")
+    assert planned.chunks[1].text == "Exceptions\nNone apply to this rule."
 
 
 def test_docx_heading_styles_nest_and_the_title_style_names_the_document(corpus, offline):

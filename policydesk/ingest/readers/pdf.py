@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import re
+from array import array
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +32,7 @@ _PARAGRAPH_GAP = 1.35  # a line spacing this much above the usual one starts a p
 _MARGIN_BAND = 0.1  # running headers/footers live in the top and bottom tenth of a page
 _ENDS_SENTENCE = re.compile(r"[.!?:]['\")\]]?$")
 # PDFium reports a soft hyphen at a line end as U+0002; typeset ligatures are single characters.
-_CHAR_FIXES = {0x02: "-", 0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl"}
+_CHAR_FIXES = {"\x00": "", "\x02": "-", "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}
 
 
 @dataclass
@@ -58,6 +60,40 @@ def _open(path: Path, file: str):
         raise IngestError(file, "file", f"not a readable PDF ({exc})") from None
 
 
+def _page_chars(tp) -> Sequence[str]:
+    """The page's characters, one per PDFium character index, read in one call.
+
+    PDFium counts a character outside the BMP (an emoji) as two, its UTF-16 surrogates: the pair
+    becomes the character at the first index and "" at the second, so text and styles stay
+    aligned; a surrogate without its pair becomes U+FFFD (the tokenizer refuses lone surrogates)."""
+    import pypdfium2.raw as pdfium_c
+
+    count = pdfium_c.FPDFText_CountChars(tp)
+    buf = ctypes.create_string_buffer(2 * (count + 1))
+    if pdfium_c.FPDFText_GetText(tp, 0, count, ctypes.cast(buf, ctypes.POINTER(ctypes.c_ushort))) == count + 1:
+        text = buf.raw[: 2 * count].decode("utf-16-le", "surrogatepass")
+        if len(text) == count and _no_surrogates(text):
+            return text
+        codes = list(array("H", buf.raw[: 2 * count]))
+    else:  # not one unit per character: ask for each one
+        codes = [pdfium_c.FPDFText_GetUnicode(tp, i) for i in range(count)]
+    chars = [chr(c) for c in codes]
+    for i, c in enumerate(codes):
+        if 0xD800 <= c < 0xDC00 and i + 1 < count and 0xDC00 <= codes[i + 1] < 0xE000:
+            chars[i], chars[i + 1] = chr(0x10000 + ((c - 0xD800) << 10) + (codes[i + 1] - 0xDC00)), ""
+        elif 0xD800 <= c < 0xE000 and chars[i]:
+            chars[i] = "\ufffd"
+    return chars
+
+
+def _no_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _page_lines(page, number: int) -> list[Line]:
     import pypdfium2.raw as pdfium_c
 
@@ -72,17 +108,26 @@ def _page_lines(page, number: int) -> list[Line]:
     name = ctypes.create_string_buffer(128)
     flags = ctypes.c_int()
     left, right, bottom, upper = (ctypes.c_double() for _ in range(4))
+    # Font size, name, flags and weight belong to the text object a character was drawn by, so
+    # they are read once per object (a run of text, often a whole line), not once per character;
+    # tests/test_ingest_formats.py checks the lines equal those read character by character.
+    styles: dict[bytes, tuple[float, bool]] = {}
+
+    def style(i: int) -> tuple[float, bool]:
+        size = round(pdfium_c.FPDFText_GetFontSize(tp, i), 1)
+        pdfium_c.FPDFText_GetFontInfo(tp, i, name, len(name), ctypes.byref(flags))
+        weight = pdfium_c.FPDFText_GetFontWeight(tp, i)
+        return size, bool(_BOLD_NAME.search(name.value.decode("latin-1")) or flags.value & _FORCE_BOLD or weight >= 600)
 
     def flush() -> None:
         text = " ".join("".join(chars).split())
         if text and sizes:
-            size = Counter(round(s, 1) for s in sizes).most_common(1)[0][0]
+            size = Counter(sizes).most_common(1)[0][0]
             lines.append(Line(text, number, size, sum(bolds) >= 0.8 * len(bolds), top or 0.0, height))
         chars.clear(), sizes.clear(), bolds.clear()
 
-    for i in range(pdfium_c.FPDFText_CountChars(tp)):
-        code = pdfium_c.FPDFText_GetUnicode(tp, i)
-        ch = _CHAR_FIXES.get(code, chr(code) if code else "")
+    for i, ch in enumerate(_page_chars(tp)):
+        ch = _CHAR_FIXES.get(ch, ch)
         if ch in ("\r", "\n"):
             if ch == "\n" or not chars:
                 flush()
@@ -94,10 +139,15 @@ def _page_lines(page, number: int) -> list[Line]:
         if top is None:
             pdfium_c.FPDFText_GetCharBox(tp, i, left, right, bottom, upper)
             top = height - upper.value
-        sizes.append(pdfium_c.FPDFText_GetFontSize(tp, i))
-        pdfium_c.FPDFText_GetFontInfo(tp, i, name, len(name), ctypes.byref(flags))
-        weight = pdfium_c.FPDFText_GetFontWeight(tp, i)
-        bolds.append(bool(_BOLD_NAME.search(name.value.decode("latin-1")) or flags.value & _FORCE_BOLD or weight >= 600))
+        obj = pdfium_c.FPDFText_GetTextObject(tp, i)
+        if not obj:  # a character PDFium generated: no object to share
+            size, bold = style(i)
+        elif (size_bold := styles.get(key := bytes(obj))) is not None:  # the object's address
+            size, bold = size_bold
+        else:
+            size, bold = styles[key] = style(i)
+        sizes.append(size)
+        bolds.append(bold)
     flush()
     textpage.close()
     for prev, line in zip(lines, lines[1:]):
