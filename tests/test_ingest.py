@@ -149,6 +149,18 @@ def test_bad_manifest_is_refused_and_writes_nothing(case, demo_db, embed_model, 
     assert table_counts(demo_db) == before
 
 
+def test_manifest_that_is_not_yaml_is_refused_naming_the_line(demo_db, embed_model, settings, tmp_path):
+    # The manifest is parsed by libyaml; its messages do not show the line, so a bad file is
+    # parsed again by the pure-Python parser for the message.
+    root = _corpus(tmp_path, _entries("policies/pol-tf-v1.pdf"))
+    body = (root / "manifest.yaml").read_text()
+    (root / "manifest.yaml").write_text(body.replace("title: ", "title: [unclosed ", 1))
+    before = table_counts(demo_db)
+    with pytest.raises(IngestError, match=r"manifest.yaml: -: not valid YAML: (?s:.*)line \d+, column \d+:\n\s+title: \[unclosed"):
+        ingest_directory(demo_db, root, embed_model, settings)
+    assert table_counts(demo_db) == before
+
+
 @pytest.mark.parametrize("case,content,message", [
     ("not a pdf", b"this is plain text pretending to be a PDF", "not a PDF"),
     ("truncated pdf", b"%PDF-1.4\n1 0 obj\n<<>>\nendobj\n", "not a readable PDF|empty document"),

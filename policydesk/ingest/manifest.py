@@ -130,10 +130,18 @@ def load_manifest(directory: Path) -> list[Source]:
     manifest = root / "manifest.yaml"
     if not manifest.is_file():
         raise IngestError(str(manifest), "-", "manifest.yaml not found")
+    body = manifest.read_text()
     try:
-        data = yaml.safe_load(manifest.read_text())
-    except yaml.YAMLError as exc:
-        raise IngestError("manifest.yaml", "-", f"not valid YAML: {exc}") from None
+        # libyaml's parser with the same safe constructor: the pure-Python one was a tenth of a
+        # warm re-ingest's reading time (docs/performance.md, "Ingest: reading overlapped with
+        # embedding"). On an error the pure-Python parser runs again, for its message that shows
+        # the offending line.
+        data = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        try:
+            data = yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise IngestError("manifest.yaml", "-", f"not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("sources"), list) or not data["sources"]:
         raise IngestError("manifest.yaml", "sources", "must be a non-empty list")
     declared = None
