@@ -4,14 +4,22 @@ application login cannot read it."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+
+import numpy as np
 import pytest
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import Field
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
 from policydesk.access import clearance_for
-from policydesk.ingest import ingest_directory
-from policydesk.ingest.embedcache import model_key
+from policydesk.ingest import IngestRefused, ingest_directory, plan_directory
+from policydesk.ingest.chunking import embed_text
+from policydesk.ingest.embedcache import model_key, text_sha256
 from policydesk.storage.scope import permitted_scope
+from tests.conftest import CORPUS, table_counts
 from tests.test_ingest import _corpus, _entries
 
 FILES = ("wiki/claims-desk-quick-reference.md", "wiki/appeals-faq.md", "policies/pol-tf-v1.pdf")
@@ -96,3 +104,100 @@ def test_the_application_login_cannot_read_the_cache(demo_db):
     with pytest.raises(ProgrammingError, match="permission denied"):
         with permitted_scope(clearance_for("compliance")), demo_db.app.connect() as conn:
             conn.execute(text("SELECT count(*) FROM embedding_cache"))
+
+
+# -- the embedding queue: the model works while the next files are read (ingest/embedcache.py) --
+
+
+class RecordingEmbedding(BaseEmbedding):
+    """A real LlamaIndex embedding with fixed, awkward vectors (tiny, large and float64 values), that
+    records each batch it is given."""
+
+    batches: list = Field(default_factory=list)
+
+    @staticmethod
+    def vector(text: str) -> list[float]:
+        seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+        rng = np.random.default_rng(seed)
+        scales = np.tile([1e-9, 1e-3, 0.1, 1, 3, 1e3, 1e6, 1 / 3], 48)  # 384 values, data_chunks' width
+        return (rng.standard_normal(384) * scales).tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self.batches.append(list(texts))
+        return [self.vector(t) for t in texts]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self.vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self.vector(query)
+
+
+def _stored(db, table: str, column: str) -> dict[str, np.ndarray]:
+    with db.owner.connect() as conn:
+        return {k: np.array([float(x) for x in v.strip("[]").split(",")], dtype=np.float32)
+                for k, v in conn.execute(text(f"SELECT {column}, embedding::text FROM {table}"))}
+
+
+def test_stored_vectors_are_the_models_output_as_float32_exactly(make_db, settings, tmp_path):
+    # The queue writes each vector as float32 text it formats itself (VectorText), not pgvector's
+    # own: what Postgres stores must still be the model's output, to the last bit of a real.
+    db = make_db()
+    root = _corpus(tmp_path, _entries(*FILES))
+    model = RecordingEmbedding(model_name="recording", embed_batch_size=4)
+    report = ingest_directory(db, root, model, settings)
+    chunks = _stored(db, "data_chunks", "text")
+    cache = _stored(db, "embedding_cache", "text_sha256")
+    assert report.chunks_written == len(chunks) > 5
+    titles = {e["file"]: e["title"] for e in _entries(*FILES)}
+    with db.owner.connect() as conn:
+        files = dict(conn.execute(text("SELECT text, metadata_->>'source_file' FROM data_chunks")).all())
+    for chunk_text, vector in chunks.items():
+        embedded = embed_text(titles[files[chunk_text]], chunk_text)
+        want = np.asarray(RecordingEmbedding.vector(embedded), dtype=np.float32)
+        assert np.array_equal(vector, want)
+        assert np.array_equal(cache[text_sha256(embedded)], want)
+
+
+def test_the_model_gets_batches_cut_by_count_in_reading_order(make_db, settings, tmp_path):
+    # Batches never depend on timing: a text's vector moves in the 7th decimal with its batch-mates
+    # (padding), so the same corpus must give the same batches, whatever the machine's load.
+    root = _corpus(tmp_path, _entries(*FILES))
+    model = RecordingEmbedding(model_name="recording", embed_batch_size=3)
+    ingest_directory(make_db(), root, model, settings)
+    sizes = [len(b) for b in model.batches]
+    assert len(sizes) > 2 and all(n == 3 for n in sizes[:-1]) and 1 <= sizes[-1] <= 3
+    again = RecordingEmbedding(model_name="recording", embed_batch_size=3)
+    ingest_directory(make_db(), root, again, settings)
+    assert again.batches == model.batches
+    # In reading order: manifest order, each file's chunks in order (each batch sorted by length).
+    _, planned = plan_directory(root, settings)
+    order = list(dict.fromkeys(embed_text(p.source.title, c.text) for p in planned for c in p.chunks))
+    assert [sorted(b) for b in model.batches] == [sorted(order[i:i + 3]) for i in range(0, len(order), 3)]
+
+
+def test_a_demo_ingest_stores_the_same_vectors_every_time(demo_db, make_db, embed_model, settings):
+    again = make_db()
+    ingest_directory(again, CORPUS, embed_model, settings)
+    first, second = _stored(demo_db, "data_chunks", "node_id"), _stored(again, "data_chunks", "node_id")
+    assert first.keys() == second.keys() and len(first) > 100
+    assert all(np.array_equal(first[k], second[k]) for k in first)  # bit for bit
+
+
+def test_a_refused_file_leaves_no_model_call_running_and_nothing_written(make_db, settings, tmp_path):
+    db = make_db()
+    entries = _entries(*FILES, "call_notes/cn-01.txt")
+    root = _corpus(tmp_path, entries)
+    note = root / "call_notes/cn-01.txt"
+    note.write_text(note.read_text() + "\nThe caller gave SSN 123-45-6789 by mistake.\n")
+    model = RecordingEmbedding(model_name="recording", embed_batch_size=2)
+    with pytest.raises(IngestRefused, match="call_notes/cn-01.txt: file: contains what looks like member PHI"):
+        ingest_directory(db, root, model, settings)
+    assert model.batches  # the files before it had gone to the model...
+    assert not [t for t in threading.enumerate() if t.name.startswith("policydesk-ingest-embed")]
+    assert table_counts(db) == {k: 0 for k in table_counts(db)}  # ...and nothing was kept
+    with db.owner.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM embedding_cache")).scalar_one() == 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.orm import Session
 from policydesk.ingest.chunking import embed_text
-from policydesk.ingest.embedcache import embed_cached
+from policydesk.ingest.embedcache import EmbeddingQueue
 from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, windows_for
 from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.manifest import Source, check_windows, load_manifest
@@ -55,36 +55,39 @@ def plan_directory(directory: Path, settings) -> tuple[list[Source], list[Planne
     return sources, [plan_source(s, settings, budget) for s in sources]
 
 
-def _embed(session: Session, prepared: list[PlannedSource], embed_model, progress: bool
-           ) -> tuple[list[list[list[float]]], int]:
-    texts = [embed_text(p.source.title, c.text) for p in prepared for c in p.chunks]
-    vectors, embedded = embed_cached(session, texts, embed_model, progress=progress)
-    out, i = [], 0
-    for p in prepared:
-        out.append(vectors[i : i + len(p.chunks)])
-        i += len(p.chunks)
-    return out, embedded
+def _changed(p: PlannedSource, existing: dict) -> bool:
+    row = existing.get((p.source.doc_id, p.source.version))
+    return row is None or row.source_sha256 != p.sha256
 
 
 def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False,
                      skip_bad: bool = False) -> IngestReport:
-    sources, planned = plan_directory(directory, settings)
+    sources = load_manifest(Path(directory))
+    budget = budget_for(settings)
     report = IngestReport(sources=len(sources))
-    problems = [p.problem for p in planned if p.problem is not None]
-    if problems and not skip_bad:
-        raise IngestRefused(problems)
-    report.skipped = [str(p) for p in problems]
-    report.warnings = [f"{p.source.file}: {w}" for p in planned for w in p.warnings]
-    prepared = [p for p in planned if not p.refused]
 
-    with Session(db.owner) as session, session.begin():
+    with Session(db.owner) as session, session.begin(), EmbeddingQueue(session, embed_model, progress=progress) as queue:
         existing = {
             (v.doc_id, v.version): v
             for v in session.scalars(select(DocumentVersion).where(DocumentVersion.doc_id.in_({s.doc_id for s in sources})))
         }
         docs = {d.doc_id: d for d in session.scalars(select(Document).where(Document.doc_id.in_({s.doc_id for s in sources})))}
-        changed = [p for p in prepared if (p.source.doc_id, p.source.version) not in existing
-                   or existing[(p.source.doc_id, p.source.version)].source_sha256 != p.sha256]
+        # Each changed file's chunks go to the embedding queue as soon as the file is read, so the
+        # model works while the next files are read (embedcache.py); what a refused ingest queued
+        # is dropped with the transaction.
+        planned, keys = [], {}
+        for s in sources:
+            p = plan_source(s, settings, budget)
+            planned.append(p)
+            if not p.refused and _changed(p, existing):
+                keys[id(p)] = queue.add([embed_text(s.title, c.text) for c in p.chunks])
+        problems = [p.problem for p in planned if p.problem is not None]
+        if problems and not skip_bad:
+            raise IngestRefused(problems)
+        report.skipped = [str(p) for p in problems]
+        report.warnings = [f"{p.source.file}: {w}" for p in planned for w in p.warnings]
+        prepared = [p for p in planned if not p.refused]
+        changed = [p for p in prepared if id(p) in keys]
         report.unchanged = len(prepared) - len(changed)
 
         # Windows over every version of each touched document: those indexed and those in DIR.
@@ -108,12 +111,12 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                     raise IngestError(p.source.file, "line_of_business",
                                       f"differs from the indexed {doc.doc_id} ({doc.line_of_business or 'every product'})")
 
-        embeddings, report.chunks_embedded = _embed(session, changed, embed_model, progress) if changed else ([], 0)
-
-        # Writes go out in few statements: new documents in one flush, then versions and chunks
-        # batched by the session (one multi-row INSERT per table), old chunks deleted only where a
-        # version is rewritten. A first load of the demo corpus: 192 statements before, 12 now
-        # (`sql_statements` of scripts/ingest_rate.py).
+        # Writes go out in few statements: new documents in one flush, then versions, then chunks
+        # batched by the session (multi-row INSERTs), old chunks deleted only where a version is
+        # rewritten. Documents and versions are written while the model works; chunks follow their
+        # vectors, one INSERT per batch the model returns. A first load of the demo corpus: 192
+        # statements once, 12 with batched writes, 19 with the embedding queue (a cache look-up
+        # and a chunk INSERT per batch; `sql_statements` of scripts/ingest_rate.py).
         for p in changed:
             s = p.source
             if s.doc_id not in docs:
@@ -124,7 +127,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 )
                 session.add(docs[s.doc_id])
         session.flush()
-        for p, vectors in zip(changed, embeddings):
+        for p in changed:
             s = p.source
             window = windows[s.doc_id][s.version]
             row = existing.get((s.doc_id, s.version))
@@ -143,11 +146,28 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 for k, v in values.items():
                     setattr(row, k, v)
                 session.execute(delete(Chunk).where(Chunk.doc_id == s.doc_id, Chunk.version == s.version))
-            for chunk, vector in zip(p.chunks, vectors):
-                node = make_node(s.doc_id, chunk.text, chunk_metadata(s, chunk, window))
-                session.add(Chunk(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node), embedding=vector))
-            report.written_versions.append(f"{s.doc_id} v{s.version}")
-            report.chunks_written += len(p.chunks)
+        session.flush()
+        # Chunks in manifest order (their ids and the HNSW graph's insertion order as before), each
+        # leading run of files whose vectors are all in written while the model works on the next.
+        queue.finish()
+        todo = list(changed)
+        while todo:
+            ready = next((i for i, p in enumerate(todo) if not queue.ready(keys[id(p)])), len(todo))
+            if not ready:
+                queue.wait()
+                continue
+            for p in todo[:ready]:
+                s = p.source
+                window = windows[s.doc_id][s.version]
+                for chunk, vector in zip(p.chunks, queue.vectors(keys[id(p)])):
+                    node = make_node(s.doc_id, chunk.text, chunk_metadata(s, chunk, window))
+                    session.add(Chunk(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node),
+                                      embedding=vector))
+                report.written_versions.append(f"{s.doc_id} v{s.version}")
+                report.chunks_written += len(p.chunks)
+            session.flush()
+            todo = todo[ready:]
+        report.chunks_embedded = queue.embedded
 
         rewritten = {(p.source.doc_id, p.source.version) for p in changed}
         for (doc_id, version), row in existing.items():
