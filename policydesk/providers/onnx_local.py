@@ -264,7 +264,9 @@ class OnnxEmbedding(BaseEmbedding):
         batches = [order[i : i + size] for i in range(0, len(order), size)]
         run = lambda batch: self._runner.run([ids[i] for i in batch])  # noqa: E731
         if self.threads > 1 and len(batches) > 1:
-            results = list(self._worker_pool().map(run, batches))
+            # Longest runs first, so the workers finish together instead of one waiting for the
+            # last (longest) run; which run a text is in, and so its vector, does not change.
+            results = list(self._worker_pool().map(run, batches[::-1]))[::-1]
         else:
             results = [run(b) for b in batches]
         out = np.empty((len(texts), results[0].shape[1]), dtype=np.float32)
