@@ -17,6 +17,7 @@ from sqlalchemy.exc import ProgrammingError
 from policydesk.access import clearance_for
 from policydesk.ingest import IngestRefused, ingest_directory, plan_directory
 from policydesk.ingest.chunking import embed_text
+from policydesk.ingest.chunks import chunk_id
 from policydesk.ingest.embedcache import model_key, text_sha256
 from policydesk.storage.scope import permitted_scope
 from tests.conftest import CORPUS, table_counts
@@ -185,6 +186,13 @@ def test_a_demo_ingest_stores_the_same_vectors_every_time(demo_db, make_db, embe
     first, second = _stored(demo_db, "data_chunks", "node_id"), _stored(again, "data_chunks", "node_id")
     assert first.keys() == second.keys() and len(first) > 100
     assert all(np.array_equal(first[k], second[k]) for k in first)  # bit for bit
+    # ...and rows in the same order (manifest order), however the writes were grouped into
+    # statements while the model ran: the row ids and the HNSW graph's insertion order.
+    order = "SELECT node_id FROM data_chunks ORDER BY id"
+    _, planned = plan_directory(CORPUS, settings)
+    manifest_order = [chunk_id(p.source.doc_id, p.source.version, c.key) for p in planned for c in p.chunks]
+    with demo_db.owner.connect() as a, again.owner.connect() as b:
+        assert a.execute(text(order)).scalars().all() == b.execute(text(order)).scalars().all() == manifest_order
 
 
 def test_a_refused_file_leaves_no_model_call_running_and_nothing_written(make_db, settings, tmp_path):
