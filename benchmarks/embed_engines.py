@@ -4,7 +4,8 @@ What a cold ingest embeds (title + chunk, each distinct text once), embedded by:
 - torch (sentence-transformers, as the torch engine runs it) at 1 and 2 torch threads;
 - the ONNX Runtime engine (fp32 and int8 files built under DATA_DIR/models) at run batches of
   1/4/8/16/32 texts, one worker thread, and at the default batch with 2 worker threads and with
-  one runner of 2 ONNX Runtime threads;
+  one runner of 2 ONNX Runtime threads (since fp32 runs are cut by cost, `runs_by_cost`, an fp32
+  run batch is the most texts a run may hold; results before that used fixed runs);
 - the ONNX files with the window cut to 128 tokens (the model's training length) instead of 256.
 Every configuration runs once per repeat, interleaved, in this one process, so they share the
 machine's load; CPU seconds of the process are the steadier figure on a shared machine. For each:

@@ -17,7 +17,8 @@ from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.embedcache import model_key
 from policydesk.ingest.ingest import plan_directory
 from policydesk.providers.local import load_offline_embedding, local_embedding, offline_embedding
-from policydesk.providers.onnx_local import MIN_COSINE, OnnxEmbedding, OnnxUnavailable, build_onnx, onnx_path
+from policydesk.providers.onnx_local import (MIN_COSINE, OnnxEmbedding, OnnxUnavailable, build_onnx, onnx_path,
+                                             runs_by_cost)
 from tests.conftest import CORPUS
 
 
@@ -119,6 +120,23 @@ def test_batch_threads_keep_the_vectors_and_their_order(model_fixture, demo_text
     # Order: each text's vector is the one it gets alone.
     for i in (0, len(shuffled) // 2, len(shuffled) - 1):
         assert np.abs(b[i] - one.embed_array([shuffled[i]])[0]).max() < 1e-5
+
+
+def test_runs_are_cut_where_padding_and_calls_cost_least():
+    # Lengths in tokens; each run is (indexes), sorted by length. A run of n texts w wide costs
+    # w * (n + 0.27): same-length texts share calls up to the limit...
+    assert runs_by_cost([80] * 10, 8) == [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9]]
+    # ...a long text is not padded onto short ones (10 x 3.27 + 200 x 1.27 = 286.7 < 200 x 4.27)...
+    assert runs_by_cost([200, 10, 10, 10], 8) == [[1, 2, 3], [0]]
+    # ...nor is a text split off when padding it costs less than a call (21 x 2.27 < 20 x 1.27 + 21 x 1.27).
+    assert runs_by_cost([21, 20], 8) == [[1, 0]]
+    assert runs_by_cost([30, 10, 20], 1) == [[1], [2], [0]]  # int8: one text per call, shortest first
+    assert runs_by_cost([], 8) == []
+    rng = random.Random(3)
+    lengths = [rng.randint(5, 256) for _ in range(200)]
+    runs = runs_by_cost(lengths, 8)
+    assert sorted(i for r in runs for i in r) == list(range(200)) and max(map(len, runs)) <= 8
+    assert runs == runs_by_cost(list(lengths), 8)  # a function of the lengths: same batch, same runs
 
 
 def test_an_int8_vector_does_not_depend_on_the_texts_embedded_with_it(int8_model, demo_texts):

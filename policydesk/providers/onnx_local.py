@@ -12,7 +12,8 @@ Nothing is downloaded. The ONNX file is exported from the local weights (the
 probe sentences, and kept under DATA_DIR/models, named by a fingerprint of the weights. A file
 that fails the check is not used: the caller falls back to torch (`OnnxUnavailable`).
 
-Batches of texts are sorted by token length, padded per batch, and split across worker threads,
+Batches of texts are sorted by token length, cut into runs (`runs_by_cost`), each padded to its
+longest text, and split across worker threads,
 each running one ONNX Runtime thread (a session's `run` releases the GIL and may be called from
 several threads): on two cores two single-thread runners beat one runner with two threads on the
 small batches an ingest sends.
@@ -42,13 +43,43 @@ PRECISIONS = ("fp32", "int8")
 # the file is built. fp32 differs from torch only in float summation order (measured >= 0.99999);
 # int8 moves every vector a little (0.990 minimum, 0.995 mean over the demo chunks).
 MIN_COSINE = {"fp32": 0.9999, "int8": 0.98}
-# Texts per ONNX Runtime call. On the demo chunks (median 69 tokens) runs of 4 used the least CPU,
-# fp32 and int8 alike: 1 text +7-16%, 8 +8%, 16 +23%, 32 +66% (benchmarks/embed_engines.py).
-# int8 runs one text per call: its activations are quantized with a scale taken from the whole
-# call's input, so in a run of several texts each vector would depend on its batch-mates (and on
-# their padding). One text per call keeps a vector a function of its text alone, which the
-# embedding cache and the query path (always one text) rely on; it cost +7% CPU above.
-RUN_BATCH = {"fp32": 4, "int8": 1}
+# Texts per ONNX Runtime call, at most. On the demo chunks (median 69 tokens), sorted by length and
+# cut into fixed runs, runs of 4 used the least CPU, fp32 and int8 alike: 1 text +7-16%, 8 +8%,
+# 16 +23%, 32 +66% (benchmarks/embed_engines.py). fp32 runs are now cut by cost (`runs_by_cost`),
+# up to 8 texts. int8 runs one text per call: its activations are quantized with a scale taken
+# from the whole call's input, so in a run of several texts each vector would depend on its
+# batch-mates (and on their padding). One text per call keeps a vector a function of its text
+# alone, which the embedding cache and the query path (always one text) rely on; it cost +7% CPU.
+RUN_BATCH = {"fp32": 8, "int8": 1}
+# A call's cost beyond its tokens, in token rows: a run of n texts padded to w tokens costs about
+# w * (n + RUN_OVERHEAD). Measured per token on runs of equal-length texts, a text alone costs
+# 1.14-1.38x what it costs in a run of 4 (130 down to 40 tokens), i.e. 0.14-0.38 rows
+# (benchmarks/onnx_runs.py, `call_cost_in_token_rows`); 0.27 sits in that range.
+RUN_OVERHEAD = 0.27
+
+
+def runs_by_cost(lengths: list[int], most: int) -> list[list[int]]:
+    """Indexes of texts in runs for one call each: sorted by length, then cut where padding plus
+    calls cost least (w * (n + RUN_OVERHEAD) per run, at most `most` texts a run).
+
+    Fixed runs of 4 fit a batch sorted over a whole corpus; the ingest now sends batches as the
+    files are read (ingest/embedcache.py), whose lengths are spread wider, and cutting them by cost
+    pads less (benchmarks/onnx_runs.py). A function of the lengths alone, so one batch is always
+    cut the same way and its vectors do not change from one run to the next."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    best = [0.0] + [float("inf")] * len(order)  # best[i]: the least cost of the i shortest texts
+    start = [0] * (len(order) + 1)
+    for i in range(1, len(order) + 1):
+        width = lengths[order[i - 1]]  # the longest of any run that ends here
+        for n in range(1, min(most, i) + 1):
+            cost = best[i - n] + width * (n + RUN_OVERHEAD)
+            if cost < best[i]:
+                best[i], start[i] = cost, i - n
+    runs, i = [], len(order)
+    while i:
+        runs.append(order[start[i] : i])
+        i = start[i]
+    return runs[::-1]
 
 # Probe sentences for the build check: ordinary prose of different lengths, one past the window,
 # embedded in one padded batch (so padding and truncation are checked too).
@@ -255,13 +286,11 @@ class OnnxEmbedding(BaseEmbedding):
         return self._runner.untruncated_count(text)
 
     def embed_array(self, texts: list[str]) -> np.ndarray:
-        """Vectors for `texts`, in order: sorted by token length, batched, run on the worker threads."""
+        """Vectors for `texts`, in order: sorted by token length, cut into runs, run on the worker threads."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         ids = self._runner.token_ids(texts)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        size = RUN_BATCH[self.precision]
-        batches = [order[i : i + size] for i in range(0, len(order), size)]
+        batches = runs_by_cost([len(x) for x in ids], RUN_BATCH[self.precision])
         run = lambda batch: self._runner.run([ids[i] for i in batch])  # noqa: E731
         if self.threads > 1 and len(batches) > 1:
             # Longest runs first, so the workers finish together instead of one waiting for the
