@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.orm import Session
 from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.embedcache import EmbeddingQueue
@@ -158,16 +158,18 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
             if not ready:
                 queue.wait()
                 continue
+            rows = []
             for p in todo[:ready]:
                 s = p.source
                 window = windows[s.doc_id][s.version]
                 for chunk, vector in zip(p.chunks, queue.vectors(keys[id(p)])):
                     node = make_node(s.doc_id, chunk.text, chunk_metadata(s, chunk, window))
-                    session.add(Chunk(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node),
-                                      embedding=vector))
+                    rows.append(dict(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node), embedding=vector))
                 report.written_versions.append(f"{s.doc_id} v{s.version}")
                 report.chunks_written += len(p.chunks)
-            session.flush()
+            # A bulk INSERT without RETURNING: nothing reads the new rows back here, and an ORM
+            # flush would fetch every generated column (the tsvector too) for each row.
+            session.execute(insert(Chunk), rows)
             todo = todo[ready:]
         report.chunks_embedded = queue.embedded
 
