@@ -138,7 +138,8 @@ def _profile(run) -> dict:
     model); ORM flushes (the writes); other statements (deletes, ANALYZE); the rest. Since the
     embedding queue (ingest/embedcache.py) the model runs on background threads, which the profiler
     does not see: "embed" is then what the ingest's own thread spent on it, waiting included, and
-    "embed_model" (the model alone, in a checkout before the queue) is absent."""
+    "embed_model" (the model alone, in a checkout before the queue) is absent; and the chunk rows
+    go in as a bulk INSERT, not an ORM flush, so they count under "other_statements"."""
     import cProfile
     import pstats
 
