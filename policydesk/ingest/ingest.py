@@ -1,4 +1,5 @@
-"""`policydesk ingest DIR`: validate everything, embed, then write in one transaction.
+"""`policydesk ingest DIR`: read and validate everything (the model embedding each changed file's
+chunks meanwhile, embedcache.py), then write, in one transaction.
 
 - Unchanged sources (same file SHA-256) write nothing.
 - A changed source replaces its version's chunks under the same chunk ids; only text the same
