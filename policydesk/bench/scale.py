@@ -38,7 +38,7 @@ from policydesk.bench import policy_text
 from policydesk.bench.vector_file import FillerVectorFile
 from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.chunks import make_node, row_metadata
-from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig, PermissionScopedRetriever
+from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Chunk
@@ -376,10 +376,13 @@ _SIDE_NARROWED = ("SELECT c.node_id, ts_rank(c.tsv, CAST(:full AS tsquery)) AS r
 
 def _explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
     """The side path's statements (migrations 0010, 0016) as the definer runs them, for the rep: the
-    candidate query at the default cap, the branch's statement, and the whole call."""
+    candidate query at the configured cap, the branch's statement, and the whole call."""
     from policydesk.retrievers.text import or_query
 
+    from policydesk.config import get_settings
+
     q = or_query(question)
+    cap = get_settings().TEXT_CANDIDATES  # as configured, like the retrieval stages
     levels = ["public", "internal"]
     with db.owner.begin() as conn:
         conn.execute(text("SELECT set_config('policydesk.levels', 'public,internal', true), "
@@ -387,16 +390,16 @@ def _explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
         body = conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'policydesk_text_search'")).scalar_one()
         full = conn.execute(text("SELECT to_tsquery('english', :q)::text"), {"q": q}).scalar_one()
         narrowed = conn.execute(text("SELECT policydesk_text_candidates(:q, :c)::text"),
-                                {"q": q, "c": TEXT_CANDIDATES}).scalar()
+                                {"q": q, "c": cap}).scalar()
         sql = _SIDE_FULL if narrowed is None else _SIDE_NARROWED
         params = {"full": full, "narrowed": narrowed, "levels": levels}
         branch = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql), params))
         call_sql = "SELECT * FROM policydesk_text_search(:q, 20, :c)"
-        conn.execute(text(call_sql), {"q": q, "c": TEXT_CANDIDATES})  # its plans cached, as in use
+        conn.execute(text(call_sql), {"q": q, "c": cap})  # its plans cached, as in use
         call = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + call_sql),
-                                                     {"q": q, "c": TEXT_CANDIDATES}))
+                                                     {"q": q, "c": cap}))
     (out_dir / f"{tag}_text_side_path_rep.txt").write_text(
-        f"-- query {q!r}\n-- full query {full}\n-- candidate query at cap {TEXT_CANDIDATES}: {narrowed or 'none (the full query)'}\n"
+        f"-- query {q!r}\n-- full query {full}\n-- candidate query at cap {cap}: {narrowed or 'none (the full query)'}\n"
         f"-- function body\n{body}\n-- the branch taken, variables bound\n{sql}\n-- plan\n{branch}\n"
         f"-- the call\n{call}\n")
     return {"case": "fulltext_side_path_rep", "uses_gin": "chunk_search_tsv" in branch,

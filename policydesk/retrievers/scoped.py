@@ -10,6 +10,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters, VectorStoreQuery, VectorStoreQueryMode
 from pydantic import BaseModel, ConfigDict, Field
 
+from policydesk.config import DEFAULT_TEXT_CANDIDATES
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
@@ -19,9 +20,8 @@ class EmbeddingUnavailable(RuntimeError):
     """The query embedding could not be computed (provider error, quota, timeout)."""
 
 
-# The full-text side path's default candidate cap (migration 0016; docs/performance.md has recall
-# and latency per cap at 10^4 and 10^5 chunks).
-TEXT_CANDIDATES = 8000
+# The full-text side path's default candidate cap (migration 0016), the one Settings uses.
+TEXT_CANDIDATES = DEFAULT_TEXT_CANDIDATES
 
 
 class ArmConfig(BaseModel):
