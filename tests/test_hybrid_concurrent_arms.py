@@ -50,3 +50,23 @@ def test_the_retrieval_event_still_fires_once_per_retrieve(demo_db, embed_model)
     finally:
         dispatcher.event_handlers.remove(handler)
     assert nodes and len(seen) == 1 and seen[0].arm_counts["text"] > 0
+
+
+def test_the_text_arm_gets_its_own_thread_only_when_no_other_search_is_running(demo_db, embed_model, monkeypatch):
+    # With other requests in flight the cores are busy and a thread per arm only adds switching,
+    # so a search that is not alone runs its arms in turn; alone, the text arm goes to the pool.
+    from policydesk.retrievers import hybrid
+
+    handed_off: list[str] = []
+    real = hybrid._in_background
+    monkeypatch.setattr(hybrid, "_in_background", lambda fn, *a: handed_off.append("text") or real(fn, *a))
+    retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("rep"),
+                                concurrent_arms=True)
+    alone = retriever.search(QUESTIONS[0])
+    assert handed_off == ["text"]
+    with hybrid._search_in_flight() as first:  # another request's search, still running
+        assert first
+        crowded = retriever.search(QUESTIONS[0])
+    assert handed_off == ["text"]  # not handed off this time
+    assert _view(crowded) == _view(alone)
+    assert hybrid._IN_FLIGHT == 0
