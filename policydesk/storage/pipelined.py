@@ -2,7 +2,8 @@
 out as one psycopg pipeline and come back in one wait (docs/performance.md, "Clearance guard").
 
 Through a SQLAlchemy connection each of those is a wait of its own. The reads on every request
-(the clearance guard, version resolution) use this instead; nothing about what they read changes:
+(the clearance guard, version resolution and the conflict check's sections, the sync full-text
+arm) use this instead; nothing about what they read changes:
 
 - each statement carries `access_clause` in its WHERE, compiled by SQLAlchemy once per
   clearance (`compiled`), with ids as array parameters (`= ANY(...)`);
