@@ -20,11 +20,21 @@ from policydesk.storage.models import Chunk, DocumentVersion
 from policydesk.storage.predicate import access_clause
 
 
-def versions_statement(doc_ids: Iterable[str], clearance: Clearance) -> Select:
+def _versions_where(doc_filter, clearance: Clearance) -> Select:
     v = DocumentVersion
     return (select(v.doc_id, v.version, v.title, v.effective_from, v.effective_to, v.date_basis, v.superseded_by)
-            .where(v.doc_id.in_(sorted(set(doc_ids))), access_clause(clearance, v))
+            .where(doc_filter, access_clause(clearance, v))
             .order_by(v.doc_id, v.effective_from, v.version))
+
+
+def array_param(name: str, item_type=Text):
+    """A list parameter bound at call time, compared with `= ANY(...)` (one statement text for any
+    number of values, so it can be compiled once per clearance: storage/pipelined.py)."""
+    return bindparam(name, value=[], type_=ARRAY(item_type))
+
+
+def versions_statement(doc_ids: Iterable[str], clearance: Clearance) -> Select:
+    return _versions_where(DocumentVersion.doc_id.in_(sorted(set(doc_ids))), clearance)
 
 
 def sections_statement(doc_id: str, version: int, clearance: Clearance, section_id: str | None = None) -> Select:
@@ -41,17 +51,13 @@ def section_versions_statement(clearance: Clearance) -> Select:
     read. Plain-column `= ANY` tests (leakproof, so the index serves them under RLS); the caller
     drops pairs it did not ask for."""
     return select(Chunk.doc_id, Chunk.version, Chunk.section_id, Chunk.text, Chunk.metadata_).where(
-        Chunk.doc_id == any_(bindparam("doc_ids", value=[], type_=ARRAY(Text))),
-        Chunk.section_id == any_(bindparam("section_ids", value=[], type_=ARRAY(Text))),
+        Chunk.doc_id == any_(array_param("doc_ids")), Chunk.section_id == any_(array_param("section_ids")),
         access_clause(clearance, Chunk))
 
 
 def versions_of_statement(clearance: Clearance) -> Select:
     """`versions_statement` with the document ids as one array bound at call time (`doc_ids`)."""
-    v = DocumentVersion
-    return (select(v.doc_id, v.version, v.title, v.effective_from, v.effective_to, v.date_basis, v.superseded_by)
-            .where(v.doc_id == any_(bindparam("doc_ids", value=[], type_=ARRAY(Text))), access_clause(clearance, v))
-            .order_by(v.doc_id, v.effective_from, v.version))
+    return _versions_where(DocumentVersion.doc_id == any_(array_param("doc_ids")), clearance)
 
 
 def version_sections_statement(clearance: Clearance) -> Select:
@@ -59,8 +65,7 @@ def version_sections_statement(clearance: Clearance) -> Select:
     call time (`doc_ids`, `versions`), in document order per version (ingest inserts sections in
     order); the caller drops pairs it did not ask for."""
     return (select(Chunk.doc_id, Chunk.version, Chunk.text, Chunk.metadata_)
-            .where(Chunk.doc_id == any_(bindparam("doc_ids", value=[], type_=ARRAY(Text))),
-                   Chunk.version == any_(bindparam("versions", value=[], type_=ARRAY(Integer))),
+            .where(Chunk.doc_id == any_(array_param("doc_ids")), Chunk.version == any_(array_param("versions", Integer)),
                    access_clause(clearance, Chunk))
             .order_by(Chunk.id))
 
