@@ -286,14 +286,13 @@ def test_every_lookup_statement_carries_the_access_predicate(demo_db, embed_mode
     finally:
         event.remove(demo_db.app, "before_cursor_execute", spy)
         event.remove(demo_db.owner, "before_cursor_execute", owner_spy)
-    # The resolver's own read is pipelined (storage/pipelined.py), past SQLAlchemy's cursor events:
-    # its two statements, as compiled for this clearance, are checked with the rest.
-    from policydesk.versions.repository import _read_statements
+    # The resolver's and the conflict check's reads are pipelined (storage/pipelined.py); the spy
+    # sees them because pipelined reads announce their statements to the same listeners.
+    from policydesk.versions.repository import _read_statements, _sections_statement
 
-    from policydesk.versions.repository import _sections_statement
-
-    statements += [sql for sql, _ in _read_statements(demo_db.app.dialect, REP)]
-    statements.append(_sections_statement(demo_db.app.dialect, REP)[0])
+    pipelined = [sql for sql, _ in _read_statements(demo_db.app.dialect, REP)]
+    pipelined.append(_sections_statement(demo_db.app.dialect, REP)[0])
+    assert all(sql in statements for sql in pipelined)
     reads = [s for s in statements if "document_versions" in s or "data_chunks" in s]
     assert any("document_versions" in s for s in reads) and any("data_chunks" in s for s in reads)
     for s in reads:
