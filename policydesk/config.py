@@ -112,9 +112,9 @@ class Settings(BaseSettings):
     # ranking's. docs/performance.md, "Update (5)", has latency, recall and golden answers per cap
     # at 10^4 and 10^5 chunks.
     TEXT_CANDIDATES: int = Field(default=DEFAULT_TEXT_CANDIDATES, ge=1)
-    # The full-text arm runs on a worker thread while the question is embedded and the dense arm
-    # runs (same results, tests/test_hybrid_concurrent_arms.py); each search then holds two pooled
-    # connections at once.
+    # The dense arm's statement goes down a second pipelined connection, so Postgres runs the two
+    # arms side by side (same results, tests/test_hybrid_pipelined_arms.py); each search then holds
+    # two pooled connections at once. Off: both arms on one connection, one after the other.
     CONCURRENT_ARMS: bool = True
     # The application engine's connection pool (per process). Connections above DB_POOL_SIZE are
     # closed when returned, so a pool smaller than the requests in flight reconnects under load.

@@ -4,10 +4,12 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
 (or DATABASE_URL when set). Stages are timed on the same questions, one after another:
 
   embed        offline query embedding (all-MiniLM-L6-v2)
-  dense        dense arm `.retrieve` with the precomputed embedding (SQL only)
+  dense        dense arm `.retrieve` with the precomputed embedding (SQL only), a read of its own
   text         full-text arm `.retrieve` (SQL only): the indexed side path (migration 0010)
-  arms_concurrent  the dense and text arms started together (text on a worker thread, dense on the
-               caller's), wall time until both return: what running them concurrently would save
+  arms_one_connection   HybridRetriever.arm_results: both arms in one pipelined read (text sent
+               first, then dense; Postgres runs them one after the other)
+  arms_two_connections  the same with the dense arm on a second pipelined connection: the two
+               backends run the arms side by side (settings.CONCURRENT_ARMS)
   text_plain_rls  the same query through PGVectorStore's text search under RLS (the old path)
   fusion       RRF + deterministic rerank
   guard        ClearanceGuard.postprocess_nodes on the fused top k (settings.TOP_K, 8): one read of
@@ -18,10 +20,12 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
                scoped read (pool checkout and ping, BEGIN, the scope's set_config, the query,
                ROLLBACK), so the guard's own share can be told from the machine's round trips
   versions     VersionResolver.postprocess_nodes (permission-scoped version lookups)
-  retrieval    the arms as configured (settings.CONCURRENT_ARMS: arms_concurrent, else dense + text)
-               + fusion + versions, per iteration (excludes embedding); the headline figure
-  retrieval_sequential  dense + text + fusion + versions
-  retrieval_concurrent  arms_concurrent + fusion + versions
+  retrieval    the arms as configured (settings.CONCURRENT_ARMS: arms_two_connections, else
+               arms_one_connection) + fusion + versions, per iteration (excludes embedding); the
+               headline figure
+  retrieval_one_connection   arms_one_connection + fusion + versions
+  retrieval_two_connections  arms_two_connections + fusion + versions
+  retrieval_separate_reads   dense + text + fusion + versions (each arm a read of its own)
   naive        LlamaIndex VectorStoreIndex retriever, top 8, same store, same embedding
   synthesis    CitedAnswerSynthesizer with the offline ExtractiveAnswerer
   trace_write  one trace row through the application engine
@@ -32,7 +36,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -59,8 +62,9 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
-STAGES = ("embed", "dense", "text", "arms_concurrent", "text_plain_rls", "fusion", "guard", "guard_alone", "scoped_noop", "versions",
-          "retrieval", "retrieval_sequential", "retrieval_concurrent", "naive", "synthesis", "trace_write", "ask_e2e")
+STAGES = ("embed", "dense", "text", "arms_one_connection", "arms_two_connections", "text_plain_rls", "fusion", "guard",
+          "guard_alone", "scoped_noop", "versions", "retrieval", "retrieval_one_connection", "retrieval_two_connections",
+          "retrieval_separate_reads", "naive", "synthesis", "trace_write", "ask_e2e")
 
 
 @dataclass
@@ -74,8 +78,9 @@ class Question:
 class StageTimes:
     ms: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in STAGES})
     ratios: list[float] = field(default_factory=list)  # retrieval (as configured) / naive, per iteration
-    ratios_sequential: list[float] = field(default_factory=list)  # retrieval_sequential / naive
-    ratios_concurrent: list[float] = field(default_factory=list)  # retrieval_concurrent / naive
+    ratios_one: list[float] = field(default_factory=list)  # retrieval_one_connection / naive
+    ratios_two: list[float] = field(default_factory=list)  # retrieval_two_connections / naive
+    ratios_separate: list[float] = field(default_factory=list)  # retrieval_separate_reads / naive
 
     def add(self, stage: str, ms: float) -> None:
         self.ms[stage].append(ms)
@@ -142,24 +147,19 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     today = today or settings.today()
     times = StageTimes()
     guarded: list = []  # (clearance, fused top k) of every recorded guard call, for guard_alone
-    pool = ThreadPoolExecutor(1, thread_name_prefix="bench-text-arm")
 
     def one(q: Question, record: bool) -> None:
         clearance = clearance_for(q.role)
-        hybrid = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
-                                 text_candidates=settings.TEXT_CANDIDATES, concurrent_arms=settings.CONCURRENT_ARMS)
+        hybrid, hybrid_two = (HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
+                                              text_candidates=settings.TEXT_CANDIDATES, concurrent_arms=two)
+                              for two in (False, True))
         dense_arm, text_arm = hybrid.arms
         emb, t_embed = timed(lambda: embed_model.get_query_embedding(q.text))
         bundle = QueryBundle(q.text, embedding=emb)
         dense, t_dense = timed(lambda: dense_arm.retrieve(bundle))
         text_nodes, t_text = timed(lambda: text_arm.retrieve(bundle))
-
-        def both() -> None:
-            pending = pool.submit(text_arm.retrieve, bundle)
-            dense_arm.retrieve(bundle)
-            pending.result()
-
-        _, t_both = timed(both)
+        _, t_one = timed(lambda: hybrid.arm_results([bundle]))
+        _, t_two = timed(lambda: hybrid_two.arm_results([bundle]))
         # The same query through PGVectorStore's own text search under RLS (the path before
         # migration 0010), in the same run, for the ratio.
         plain = PermissionScopedRetriever(store, None, text_arm.config)
@@ -194,20 +194,23 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         _, t_ask = timed(lambda: pipeline.ask(req))
         if not record:
             return
-        retrieval_sequential = t_dense + t_text + t_fusion + t_versions
-        retrieval_concurrent = t_both + t_fusion + t_versions
-        retrieval = retrieval_concurrent if settings.CONCURRENT_ARMS else retrieval_sequential
-        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("arms_concurrent", t_both),
-                          ("retrieval_concurrent", retrieval_concurrent),
-                          ("retrieval_sequential", retrieval_sequential), ("text_plain_rls", t_text_plain),
+        retrieval_separate = t_dense + t_text + t_fusion + t_versions
+        retrieval_one = t_one + t_fusion + t_versions
+        retrieval_two = t_two + t_fusion + t_versions
+        retrieval = retrieval_two if settings.CONCURRENT_ARMS else retrieval_one
+        for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("arms_one_connection", t_one),
+                          ("arms_two_connections", t_two), ("retrieval_one_connection", retrieval_one),
+                          ("retrieval_two_connections", retrieval_two),
+                          ("retrieval_separate_reads", retrieval_separate), ("text_plain_rls", t_text_plain),
                           ("fusion", t_fusion), ("guard", t_guard), ("scoped_noop", t_noop),
                           ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
                           ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):
             if ms is not None:
                 times.add(stage, ms)
         times.ratios.append(retrieval / t_naive)
-        times.ratios_sequential.append(retrieval_sequential / t_naive)
-        times.ratios_concurrent.append(retrieval_concurrent / t_naive)
+        times.ratios_one.append(retrieval_one / t_naive)
+        times.ratios_two.append(retrieval_two / t_naive)
+        times.ratios_separate.append(retrieval_separate / t_naive)
 
     if warmup:
         for q in questions[:3]:
@@ -215,7 +218,6 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     for _ in range(repetitions):
         for q in questions:
             one(q, record=True)
-    pool.shutdown()
     for clearance, nodes in guarded:
         _, ms = timed(lambda: ClearanceGuard(engine=db.app, clearance=clearance).postprocess_nodes(nodes))
         times.add("guard_alone", ms)
@@ -223,9 +225,9 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
 
 
 def format_table(summary: dict[str, dict[str, float]]) -> str:
-    lines = [f"{'stage':<12} {'n':>4} {'p50 ms':>9} {'p95 ms':>9} {'mean ms':>9}"]
+    lines = [f"{'stage':<26} {'n':>4} {'p50 ms':>9} {'p95 ms':>9} {'mean ms':>9}"]
     for stage in STAGES:
         if stage in summary:
             s = summary[stage]
-            lines.append(f"{stage:<12} {s['n']:>4} {s['p50']:>9.2f} {s['p95']:>9.2f} {s['mean']:>9.2f}")
+            lines.append(f"{stage:<26} {s['n']:>4} {s['p50']:>9.2f} {s['p95']:>9.2f} {s['mean']:>9.2f}")
     return "\n".join(lines)

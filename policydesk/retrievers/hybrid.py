@@ -9,6 +9,11 @@ dense similarity the abstain threshold reads) goes out as one `HybridRetrievalEv
 that span; every node also carries `retrieval_degraded` in its metadata. `search()` returns
 the same facts as a `RetrievalResult`, without instrumentation, for calibration and tests.
 
+The sync path reads both arms through pipelined scoped reads (`storage/pipelined.py`): the
+full-text statements go to Postgres first, then the question is embedded and the dense statements
+follow, on a second connection when `concurrent_arms` is set, so the two backends run the arms
+side by side while this thread waits once (docs/performance.md, "Update (6)").
+
 Extra arms (extension retrievers, docs/extending.md) run beside the dense and text arms on each
 question part and join the same reciprocal rank fusion; the result says how many nodes each arm
 returned and which arms returned each chunk, so the clearance guard can name a component.
@@ -17,11 +22,8 @@ returned and which arms returned each chunk, so the clearance guard can name a c
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,7 @@ from policydesk.retrievers.split import split_question
 from policydesk.retrievers.store import store_engines
 from policydesk.retrievers.text import IndexedTextRetriever
 from policydesk.storage.clearance import Clearance
+from policydesk.storage.pipelined import scoped_pipeline
 
 
 dispatcher = get_dispatcher(__name__)
@@ -94,9 +97,10 @@ class HybridRetriever(BaseRetriever):
         self._names = names
         self._top_k = top_k
         self._split = split_parts
-        # sync search(): the text arm on a worker thread (settings.CONCURRENT_ARMS in the pipeline)
-        # when no other search is running in the process; each such search holds two pooled
-        # connections at once (docs/performance.md).
+        self._clearance = clearance
+        self._engine = store_engines(vector_store)[0]
+        # sync search(): the arms on two connections at once (settings.CONCURRENT_ARMS), so
+        # Postgres runs them side by side; each search then holds two pooled connections.
         self._concurrent = concurrent_arms
         super().__init__(**kwargs)
 
@@ -136,29 +140,36 @@ class HybridRetriever(BaseRetriever):
                                {n.node.node_id: sources.get(n.node.node_id, []) for n in nodes})
 
     def search(self, query: str) -> RetrievalResult:
-        with _search_in_flight() as alone:
-            return self._search(query, concurrent=self._concurrent and alone)
-
-    def _search(self, query: str, *, concurrent: bool) -> RetrievalResult:
         parts = self._parts(query)
-        degraded = None
-        per_part = []
-        for part in parts:
-            bundle = QueryBundle(part)
-            # The full-text arm runs on a worker thread while this one embeds the question and runs
-            # the dense arm: its statement then costs no wall time of its own (docs/performance.md).
-            text = _in_background(self._text.retrieve, bundle) if concurrent else None
-            dense: list[NodeWithScore] = []
-            if degraded is None:
-                try:
-                    dense = self._dense.retrieve(bundle)
-                except EmbeddingUnavailable as exc:
-                    degraded = str(exc)
-            text_nodes = text.result() if text is not None else self._text.retrieve(bundle)
-            per_part.append((dense, text_nodes, [arm.retrieve(bundle) for _, arm in self._extra]))
-        if degraded is not None:
-            per_part = [([], text, extra) for _, text, extra in per_part]
+        arms, degraded = self.arm_results([QueryBundle(part) for part in parts])
+        per_part = [(dense, text, [arm.retrieve(QueryBundle(part)) for _, arm in self._extra])
+                    for part, (dense, text) in zip(parts, arms)]
         return self._fuse(parts, per_part, degraded)
+
+    def arm_results(self, bundles: list[QueryBundle]) -> tuple[list[tuple[list, list]], str | None]:
+        """(dense, text) nodes for each question part, and why the dense arm was skipped (the
+        embedding failed), if it was. A bundle that carries its embedding is not embedded again."""
+        degraded = None
+        with ExitStack() as pipes:
+            text_pipe = pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
+            # Sent before the question is embedded: Postgres searches the text while we embed.
+            texts = [text_pipe.send(*st) if (st := self._text.statement(b)) else None for b in bundles]
+            dense_pipe = (pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
+                          if self._concurrent else text_pipe)
+            denses = []
+            for bundle in bundles:
+                embedding = None
+                if degraded is None:
+                    try:
+                        embedding = self._dense.embedding(bundle)
+                    except EmbeddingUnavailable as exc:
+                        degraded = str(exc)
+                denses.append(dense_pipe.send(*self._dense.statement(embedding)) if embedding else None)
+        if degraded is not None:
+            denses = [None] * len(bundles)
+        built: dict = {}  # chunk id -> node, shared by both arms' lists
+        return [(self._dense.nodes(d.fetchall(), built) if d else [], self._text.nodes(t.fetchall(), built) if t else [])
+                for d, t in zip(denses, texts)], degraded
 
     async def asearch(self, query: str) -> RetrievalResult:
         parts = self._parts(query)
@@ -189,41 +200,6 @@ class HybridRetriever(BaseRetriever):
         result = await self.asearch(query_bundle.query_str)
         dispatcher.event(HybridRetrievalEvent.of(result))
         return result.nodes
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-_IN_FLIGHT = 0  # sync searches running in this process now
-
-
-@contextmanager
-def _search_in_flight():
-    """Count this search while it runs; yields True when no other search is running in the
-    process. Only then is a core likely free for the text arm: with several requests in flight the
-    cores are already busy, and a second thread per search only added switching (one worker,
-    8 clients x 200 asks: p50 243 ms with the arms always concurrent, 215 ms sequential;
-    docs/performance.md, "Update (5)")."""
-    global _IN_FLIGHT
-    with _POOL_LOCK:
-        _IN_FLIGHT += 1
-        alone = _IN_FLIGHT == 1
-    try:
-        yield alone
-    finally:
-        with _POOL_LOCK:
-            _IN_FLIGHT -= 1
-
-
-def _in_background(fn, *args) -> Future:
-    """Run fn on the shared worker pool in a copy of the caller's context (instrumentation spans)."""
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                # One text arm per request in flight: a web worker serves up to its thread pool's
-                # requests at once, and a queued text arm would hold its request's dense connection.
-                _POOL = ThreadPoolExecutor(16, thread_name_prefix="policydesk-text-arm")
-    return _POOL.submit(contextvars.copy_context().run, fn, *args)
 
 
 def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index.vector_stores.postgres import PGVectorStore
 
 from policydesk.storage.models import EMBED_DIM
@@ -25,3 +27,18 @@ def store_engines(store: PGVectorStore):
     """The (sync, async) engines a chunk store was built with. PGVectorStore keeps them private;
     we passed them in (chunk_vector_store), so reading them back is safe."""
     return store._engine, store._async_engine  # noqa: SLF001
+
+
+def node_from_row(node_id: str, text: str, metadata: dict, built: dict[str, TextNode] | None = None) -> TextNode:
+    """A chunk row as a node, as PGVectorStore turns its rows into nodes. With `built`, a chunk
+    both arms returned is parsed once (its metadata holds the node's JSON: most of the cost)."""
+    if built is not None and node_id in built:
+        return built[node_id]
+    try:
+        node = metadata_dict_to_node(metadata)
+        node.set_content(str(text))
+    except Exception:  # rows written without LlamaIndex's node metadata
+        node = TextNode(id_=node_id, text=text, metadata=metadata)
+    if built is not None:
+        built[node_id] = node
+    return node

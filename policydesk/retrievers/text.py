@@ -21,11 +21,11 @@ from functools import lru_cache
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.core.vector_stores.utils import metadata_dict_to_node
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from sqlalchemy import BindParameter, Float, Integer, Select, String, bindparam, column, func, select
 
 from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig
+from policydesk.retrievers.store import node_from_row
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Chunk
 from policydesk.storage.pipelined import compiled, scoped_reads
@@ -60,15 +60,6 @@ def _compiled_search(dialect, clearance: Clearance) -> tuple[str, dict]:
     return compiled(search_statement(*params[:2], clearance, params[2]), dialect, keep=("query", "k", "candidates"))
 
 
-def _node(node_id: str, text: str, metadata: dict) -> TextNode:
-    try:
-        node = metadata_dict_to_node(metadata)
-        node.set_content(str(text))
-    except Exception:  # rows written without LlamaIndex's node metadata
-        node = TextNode(id_=node_id, text=text, metadata=metadata)
-    return node
-
-
 class IndexedTextRetriever(BaseRetriever):
     """Postgres full-text search through the side path, then the chunk rows under RLS."""
 
@@ -87,17 +78,28 @@ class IndexedTextRetriever(BaseRetriever):
         c = self._config
         return search_statement(query, c.top_k, c.clearance, c.text_candidates)
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+    def statement(self, query_bundle: QueryBundle) -> tuple[str, dict] | None:
+        """The search as (sql, params) for a pipelined read (`storage/pipelined.py`); None when
+        the question has no searchable word."""
         query = or_query(query_bundle.query_str)
         if not query:
-            return []
+            return None
         c = self._config
         sql, params = _compiled_search(self._engine.dialect, c.clearance)
-        # BEGIN, the scope, the search and ROLLBACK in one wait on the server.
-        [rows] = scoped_reads(self._engine, c.clearance,
-                              [(sql, params | {"query": query, "k": c.top_k, "candidates": c.text_candidates})])
-        return [NodeWithScore(node=_node(node_id, text, metadata), score=float(rank))
+        return sql, params | {"query": query, "k": c.top_k, "candidates": c.text_candidates}
+
+    @staticmethod
+    def nodes(rows: list[tuple], built: dict | None = None) -> list[NodeWithScore]:
+        return [NodeWithScore(node=node_from_row(node_id, text, metadata, built), score=float(rank))
                 for node_id, text, metadata, rank in rows]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        statement = self.statement(query_bundle)
+        if statement is None:
+            return []
+        # BEGIN, the scope, the search and ROLLBACK in one wait on the server.
+        [rows] = scoped_reads(self._engine, self._config.clearance, [statement])
+        return self.nodes(rows)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         stmt = self._statement(query_bundle)
@@ -106,4 +108,4 @@ class IndexedTextRetriever(BaseRetriever):
         with permitted_scope(self._config.clearance):
             async with self._async_engine.connect() as conn:
                 rows = (await conn.execute(stmt)).all()
-        return [NodeWithScore(node=_node(r.node_id, r.text, r.metadata_), score=float(r.rank)) for r in rows]
+        return self.nodes([tuple(r) for r in rows])

@@ -78,9 +78,29 @@ def _scope_sql(scope: Scope) -> tuple[str, dict[str, str]]:
     return sql, params
 
 
-# Engines whose every transaction already runs `install_scope_hook`'s one set_config statement.
-_HOOKED: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+# Engines whose every transaction already runs `install_scope_hook`'s one set_config statement,
+# with the filtered-ANN settings that statement sets.
+_HOOKED: "weakref.WeakKeyDictionary[Engine, dict[str, str]]" = weakref.WeakKeyDictionary()
 _SCOPE_OPTION = "policydesk_scope"
+_ANN_SQL = ("set_config('hnsw.iterative_scan', %(scan)s, true), "
+            "set_config('hnsw.ef_search', %(ef)s, true), "
+            "set_config('hnsw.max_scan_tuples', %(mst)s, true)")
+
+
+def transaction_settings(engine: Engine, scope: Scope | None) -> tuple[str, dict[str, str]]:
+    """The one `SELECT set_config(...)` that starts a transaction on `engine`: the filtered-ANN
+    settings (when `install_scope_hook` gave the engine some) and the scope (when there is one).
+    The engine's begin hook runs it; pipelined reads (`pipelined.py`) send it themselves."""
+    parts, params = [], {}
+    ann = _HOOKED.get(engine)
+    if ann is not None:
+        parts.append(_ANN_SQL)
+        params |= ann
+    if scope is not None:
+        scope_sql, scope_params = _scope_sql(scope)
+        parts.append(scope_sql)
+        params |= scope_params
+    return "SELECT " + ", ".join(parts), params
 
 
 def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | None = None,
@@ -104,23 +124,12 @@ def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | Non
 def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int,
                        iterative_scan: str = "relaxed_order") -> None:
     """Bind the active scope and the filtered-ANN settings to each transaction on `engine`."""
+    # Iterative scans (pgvector >= 0.8) keep walking the HNSW graph until LIMIT rows pass
+    # the WHERE clause, so a filtered top-k is not cut short by rows the caller can't see.
+    _HOOKED[engine] = {"ef": str(ef_search), "mst": str(max_scan_tuples), "scan": iterative_scan}
 
     @event.listens_for(engine, "begin")
     def _set_scope(conn) -> None:  # noqa: ANN001 - SQLAlchemy Connection
         # A scoped_session's scope (bound to its connections) wins over the context's.
         scope = conn.get_execution_options().get(_SCOPE_OPTION) or _current.get()
-        # Iterative scans (pgvector >= 0.8) keep walking the HNSW graph until LIMIT rows pass
-        # the WHERE clause, so a filtered top-k is not cut short by rows the caller can't see.
-        params = {"ef": str(ef_search), "mst": str(max_scan_tuples), "scan": iterative_scan}
-        sql = (
-            "SELECT set_config('hnsw.iterative_scan', %(scan)s, true), "
-            "set_config('hnsw.ef_search', %(ef)s, true), "
-            "set_config('hnsw.max_scan_tuples', %(mst)s, true)"
-        )
-        if scope is not None:
-            scope_sql, scope_params = _scope_sql(scope)
-            params |= scope_params
-            sql += ", " + scope_sql
-        conn.exec_driver_sql(sql, params)
-
-    _HOOKED.add(engine)
+        conn.exec_driver_sql(*transaction_settings(engine, scope))
