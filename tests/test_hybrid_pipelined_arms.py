@@ -155,3 +155,19 @@ def test_the_retrieval_event_still_fires_once_per_retrieve(demo_db, embed_model)
     finally:
         dispatcher.event_handlers.remove(handler)
     assert nodes and len(seen) == 1 and seen[0].arm_counts["text"] > 0
+
+
+def test_a_second_connection_only_when_no_other_search_is_running(demo_db, embed_model, statement_log):
+    # With other requests in flight the cores are busy; a second backend per search only adds work.
+    from policydesk.retrievers import hybrid
+
+    retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("rep"),
+                                concurrent_arms=True)
+    alone = retriever.search(QUESTIONS[0])
+    with hybrid._search_in_flight() as first:  # another request's search, still running
+        assert first
+        crowded = retriever.search(QUESTIONS[0])
+    (_, t1), (_, d1), (_, t2), (_, d2) = statement_log
+    assert t1 != d1 and t2 == d2
+    assert _view(crowded) == _view(alone)
+    assert hybrid._IN_FLIGHT == 0

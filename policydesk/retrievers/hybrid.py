@@ -11,8 +11,9 @@ the same facts as a `RetrievalResult`, without instrumentation, for calibration 
 
 The sync path reads both arms through pipelined scoped reads (`storage/pipelined.py`): the
 full-text statements go to Postgres first, then the question is embedded and the dense statements
-follow, on a second connection when `concurrent_arms` is set, so the two backends run the arms
-side by side while this thread waits once (docs/performance.md, "Update (6)").
+follow, on a second connection when `concurrent_arms` is set and no other search is running in
+the process, so the two backends run the arms side by side while this thread waits once
+(docs/performance.md, "Update (6)").
 
 Extra arms (extension retrievers, docs/extending.md) run beside the dense and text arms on each
 question part and join the same reciprocal rank fusion; the result says how many nodes each arm
@@ -22,8 +23,9 @@ returned and which arms returned each chunk, so the clearance guard can name a c
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +102,7 @@ class HybridRetriever(BaseRetriever):
         self._clearance = clearance
         self._engine = store_engines(vector_store)[0]
         # sync search(): the arms on two connections at once (settings.CONCURRENT_ARMS), so
-        # Postgres runs them side by side; each search then holds two pooled connections.
+        # Postgres runs them side by side; each such search holds two pooled connections.
         self._concurrent = concurrent_arms
         super().__init__(**kwargs)
 
@@ -151,11 +153,12 @@ class HybridRetriever(BaseRetriever):
         embedding failed), if it was. A bundle that carries its embedding is not embedded again."""
         degraded = None
         with ExitStack() as pipes:
+            alone = pipes.enter_context(_search_in_flight())
             text_pipe = pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
             # Sent before the question is embedded: Postgres searches the text while we embed.
             texts = [text_pipe.send(*st) if (st := self._text.statement(b)) else None for b in bundles]
             dense_pipe = (pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
-                          if self._concurrent else text_pipe)
+                          if self._concurrent and alone else text_pipe)
             denses = []
             for bundle in bundles:
                 embedding = None
@@ -200,6 +203,28 @@ class HybridRetriever(BaseRetriever):
         result = await self.asearch(query_bundle.query_str)
         dispatcher.event(HybridRetrievalEvent.of(result))
         return result.nodes
+
+
+_IN_FLIGHT = 0  # sync searches running in this process now
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _search_in_flight():
+    """Count this search while it runs; yields True when no other search is running in the
+    process. Only then does a search take a second connection: with several in flight the cores
+    are already busy, and two connections per search would double what the pool must hold. (One
+    worker, 8 clients x 200 asks: p50 211 and 193 ms gated, 197 and 195 ms always on one
+    connection, within run-to-run noise; docs/performance.md, "Update (6)".)"""
+    global _IN_FLIGHT
+    with _IN_FLIGHT_LOCK:
+        _IN_FLIGHT += 1
+        alone = _IN_FLIGHT == 1
+    try:
+        yield alone
+    finally:
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT -= 1
 
 
 def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:
