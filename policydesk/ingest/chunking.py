@@ -39,6 +39,17 @@ def _body(text: str) -> str:
     return " ".join(text.split())
 
 
+def load_sentence_splitter() -> None:
+    """Load the sentence splitter now: its first use imports nltk (which imports scipy.stats),
+    about 0.9 s once per process. Benchmarks pay it at set-up, beside the model load, so an ingest's
+    time is the ingest's own (docs/performance.md, Update (6))."""
+    from llama_index.core.node_parser import SentenceSplitter
+
+    # Longer than the chunk size, so the sentence tokenizer (nltk's) is reached, not only built.
+    SentenceSplitter(chunk_size=8, chunk_overlap=0, tokenizer=str.split).split_text(
+        "One two three four five. Six seven eight nine ten. Eleven twelve thirteen.")
+
+
 def _split(body: str, room: int, overlap: int, budget: TokenBudget) -> list[str]:
     from llama_index.core.node_parser import SentenceSplitter
 
