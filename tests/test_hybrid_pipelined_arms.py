@@ -1,6 +1,5 @@
-"""The sync hybrid search reads both arms through pipelined scoped reads: the full-text statement is
-sent before the question is embedded, the dense one after, on a second connection when the arms run
-side by side. Whatever the transport, the results are the ones each arm gives alone, and the dense
+"""The sync hybrid search embeds the question, then reads both arms through pipelined scoped reads,
+the dense arm on a second connection when the arms run side by side. Whatever the transport, the results are the ones each arm gives alone, and the dense
 arm's rows are the ones `PGVectorStore.query` returns for the same metadata filters."""
 
 from __future__ import annotations
@@ -80,21 +79,23 @@ def test_the_dense_arm_returns_the_rows_pgvectorstore_query_returns(role, demo_d
 
 
 @pytest.mark.parametrize("concurrent", [True, False])
-def test_the_text_search_is_sent_before_the_question_is_embedded(concurrent, demo_db, embed_model,
+def test_the_question_is_embedded_before_any_connection_is_taken(concurrent, demo_db, embed_model,
                                                                   statement_log, monkeypatch):
+    # A provider that hangs until its timeout must not hold pooled connections open meanwhile.
     events = statement_log
     real = embed_model.get_query_embedding
 
     def embed(text):
-        events.append(("embed", 0))
+        events.append(("embed", demo_db.app.pool.checkedout()))
         return real(text)
 
     monkeypatch.setattr(type(embed_model), "get_query_embedding", lambda self, text: embed(text))
     retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("rep"),
                                 concurrent_arms=concurrent)
     retriever.search(QUESTIONS[0])
-    assert [kind for kind, _ in events] == ["text", "embed", "dense"]
-    (_, text_conn), (_, dense_conn) = events[0], events[2]
+    assert events[0] == ("embed", 0)
+    assert [kind for kind, _ in events] == ["embed", "text", "dense"]
+    (_, text_conn), (_, dense_conn) = events[1], events[2]
     assert (text_conn != dense_conn) is concurrent  # two backends only when the arms run side by side
 
 
@@ -167,7 +168,7 @@ def test_a_second_connection_only_when_no_other_search_is_running(demo_db, embed
     with hybrid._search_in_flight() as first:  # another request's search, still running
         assert first
         crowded = retriever.search(QUESTIONS[0])
-    (_, t1), (_, d1), (_, t2), (_, d2) = statement_log
+    (_, t1), (_, d1), (_, t2), (_, d2) = [e for e in statement_log if e[0] != "embed"]
     assert t1 != d1 and t2 == d2
     assert _view(crowded) == _view(alone)
     assert hybrid._IN_FLIGHT == 0

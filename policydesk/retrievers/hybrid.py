@@ -9,11 +9,10 @@ dense similarity the abstain threshold reads) goes out as one `HybridRetrievalEv
 that span; every node also carries `retrieval_degraded` in its metadata. `search()` returns
 the same facts as a `RetrievalResult`, without instrumentation, for calibration and tests.
 
-The sync path reads both arms through pipelined scoped reads (`storage/pipelined.py`): the
-full-text statements go to Postgres first, then the question is embedded and the dense statements
-follow, on a second connection when `concurrent_arms` is set and no other search is running in
-the process, so the two backends run the arms side by side while this thread waits once
-(docs/performance.md, "Update (6)").
+The sync path embeds the question first, holding no connection, then reads both arms through
+pipelined scoped reads (`storage/pipelined.py`): the dense statements go down a second connection
+when `concurrent_arms` is set and no other search is running in the process, so the two backends
+run the arms side by side while this thread waits once (docs/performance.md, "Update (6)").
 
 Extra arms (extension retrievers, docs/extending.md) run beside the dense and text arms on each
 question part and join the same reciprocal rank fusion; the result says how many nodes each arm
@@ -151,25 +150,22 @@ class HybridRetriever(BaseRetriever):
     def arm_results(self, bundles: list[QueryBundle]) -> tuple[list[tuple[list, list]], str | None]:
         """(dense, text) nodes for each question part, and why the dense arm was skipped (the
         embedding failed), if it was. A bundle that carries its embedding is not embedded again."""
-        degraded = None
+        # Embed first, holding no connection: a slow or failing provider (up to its timeout) must
+        # not keep pooled connections open in a transaction.
+        embeddings, degraded = [], None
+        for bundle in bundles:
+            try:
+                embeddings.append(self._dense.embedding(bundle))
+            except EmbeddingUnavailable as exc:
+                degraded, embeddings = str(exc), []
+                break
         with ExitStack() as pipes:
             alone = pipes.enter_context(_search_in_flight())
             text_pipe = pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
-            # Sent before the question is embedded: Postgres searches the text while we embed.
             texts = [text_pipe.send(*st) if (st := self._text.statement(b)) else None for b in bundles]
             dense_pipe = (pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
-                          if self._concurrent and alone else text_pipe)
-            denses = []
-            for bundle in bundles:
-                embedding = None
-                if degraded is None:
-                    try:
-                        embedding = self._dense.embedding(bundle)
-                    except EmbeddingUnavailable as exc:
-                        degraded = str(exc)
-                denses.append(dense_pipe.send(*self._dense.statement(embedding)) if embedding else None)
-        if degraded is not None:
-            denses = [None] * len(bundles)
+                          if self._concurrent and alone and embeddings else text_pipe)
+            denses = [dense_pipe.send(*self._dense.statement(e)) for e in embeddings] or [None] * len(bundles)
         built: dict = {}  # chunk id -> node, shared by both arms' lists
         return [(self._dense.nodes(d.fetchall(), built) if d else [], self._text.nodes(t.fetchall(), built) if t else [])
                 for d, t in zip(denses, texts)], degraded
