@@ -113,8 +113,9 @@ class Settings(BaseSettings):
     # at 10^4 and 10^5 chunks.
     TEXT_CANDIDATES: int = Field(default=DEFAULT_TEXT_CANDIDATES, ge=1)
     # The dense arm's statement goes down a second pipelined connection, so Postgres runs the two
-    # arms side by side (same results, tests/test_hybrid_pipelined_arms.py); each search then holds
-    # two pooled connections at once. Off: both arms on one connection, one after the other.
+    # arms side by side (same results, tests/test_hybrid_pipelined_arms.py), when no other search is
+    # running in the process; such a search holds two pooled connections at once. Off (or with
+    # other searches in flight): both arms on one connection, one after the other.
     CONCURRENT_ARMS: bool = True
     # The application engine's connection pool (per process). Connections above DB_POOL_SIZE are
     # closed when returned, so a pool smaller than the requests in flight reconnects under load.

@@ -210,8 +210,8 @@ def _search_in_flight():
     """Count this search while it runs; yields True when no other search is running in the
     process. Only then does a search take a second connection: with several in flight the cores
     are already busy, and two connections per search would double what the pool must hold. (One
-    worker, 8 clients x 200 asks: p50 211 and 193 ms gated, 197 and 195 ms always on one
-    connection, within run-to-run noise; docs/performance.md, "Update (6)".)"""
+    worker, 8 clients x 200 asks: p50 211 ms always on two connections, 193 ms gated, 197 and
+    195 ms always on one: within run-to-run noise; docs/performance.md, "Update (6)".)"""
     global _IN_FLIGHT
     with _IN_FLIGHT_LOCK:
         _IN_FLIGHT += 1

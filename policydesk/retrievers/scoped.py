@@ -4,8 +4,8 @@ The dense arm's statement is PGVectorStore's own (`_build_query`, with the acces
 metadata filters), compiled once per clearance with the query vector left as a parameter. The
 sync path sends it through a pipelined scoped read (`storage/pipelined.py`): the transaction's
 settings, the query and the rollback in one wait, where `PGVectorStore.query` takes three and
-rebuilds the statement each time. `tests/test_retrieval.py` pins its rows to `PGVectorStore.query`
-for every role.
+rebuilds the statement each time. `tests/test_hybrid_pipelined_arms.py` pins its rows to
+`PGVectorStore.query` for every role.
 """
 
 from __future__ import annotations
