@@ -1,6 +1,7 @@
 """The sync hybrid search embeds the question, then reads both arms through pipelined scoped reads,
-the dense arm on a second connection when the arms run side by side. Whatever the transport, the results are the ones each arm gives alone, and the dense
-arm's rows are the ones `PGVectorStore.query` returns for the same metadata filters."""
+the dense arm on a second connection when the arms run side by side. Whatever the transport, the
+results are the ones each arm gives alone, and the dense arm's rows are the ones
+`PGVectorStore.query` returns for the same metadata filters."""
 
 from __future__ import annotations
 
