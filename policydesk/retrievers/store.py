@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from llama_index.core.schema import TextNode
-from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index.vector_stores.postgres import PGVectorStore
 
 from policydesk.storage.models import EMBED_DIM
+from policydesk.versions.repository import row_to_node
 
 
 def chunk_vector_store(db) -> PGVectorStore:
@@ -30,13 +30,13 @@ def store_engines(store: PGVectorStore):
 
 
 def node_from_row(node_id: str, text: str, metadata: dict, built: dict[str, TextNode] | None = None) -> TextNode:
-    """A chunk row as a node, as PGVectorStore turns its rows into nodes. With `built`, a chunk
-    both arms returned is parsed once (its metadata holds the node's JSON: most of the cost)."""
+    """A chunk row as a node (`row_to_node`), or a plain TextNode for a row written without
+    LlamaIndex's node metadata, as PGVectorStore falls back. With `built`, a chunk both arms
+    returned is parsed once (its metadata holds the node's JSON: most of the cost)."""
     if built is not None and node_id in built:
         return built[node_id]
     try:
-        node = metadata_dict_to_node(metadata)
-        node.set_content(str(text))
+        node = row_to_node(text, metadata)
     except Exception:  # rows written without LlamaIndex's node metadata
         node = TextNode(id_=node_id, text=text, metadata=metadata)
     if built is not None:

@@ -112,11 +112,11 @@ def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | Non
         # statement that sets the ANN settings: one round trip per transaction, not two.
         return Session(engine.execution_options(**{_SCOPE_OPTION: scope}))
     session = Session(engine)
-    sql, params = _scope_sql(scope)
+    sql, params = transaction_settings(engine, scope)
 
     @event.listens_for(session, "after_begin")
     def _bind(session: Session, transaction, connection: Connection) -> None:  # noqa: ANN001
-        connection.exec_driver_sql("SELECT " + sql, params)
+        connection.exec_driver_sql(sql, params)
 
     return session
 
