@@ -28,11 +28,19 @@ from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.instrumentation import install_instrumentation
 from policydesk.question_dates import QuestionDate, dates_by_basis, dates_in_question
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
-from policydesk.products import UnknownLineOfBusiness, checked_product, cited_product_warning, variants_in_context
+from policydesk.products import (
+    UnknownLineOfBusiness,
+    checked_product,
+    cited_product_warning,
+    valid_products,
+    variants_in_context,
+)
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.retrievers import chunk_vector_store
+from policydesk.answerability import names_source
+from policydesk.synthesis.answered import NOT_ANSWERED_MESSAGE, check_answered
 from policydesk.synthesis.postflight import check_draft, combine
-from policydesk.synthesis.prompt import date_notes
+from policydesk.synthesis.prompt import date_notes, program_notes
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import TraceDraft, active_trace, trace_row, write_trace
 from policydesk.users import get_active_user
@@ -274,20 +282,20 @@ class AskPipeline:
         resolver = VersionResolver(lookup=self.lookup, clearance=clearance, dates=dates, today=self.today,
                                    recent_change_days=self.settings.RECENT_CHANGE_DAYS, report=report)
         flagger = ConflictFlagger(report=report)
-        try:
-            # Extension postprocessors run last, and the guard once more before the prompt.
-            nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes)))
-        except NoVersionInForce as exc:
-            self._refuse(result, "no_version_in_force", str(exc))
-            return
+        # Extension postprocessors run last, and the guard once more before the prompt.
+        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes)))
         result.versions_applied = report.applied
         result.warnings += report.warnings
         result.conflicts = report.conflicts
         result.context_ids = [n.node.node_id for n in nodes]
+        held = report.held_back  # the top-ranked policy had no version in force on its date
+        if held is not None and (not nodes or names_source(question, held.title, _titles(nodes))):
+            self._refuse(result, "no_version_in_force", str(held))  # the question is about that policy
+            return
 
         # -- step 6: generate or abstain -----------------------------------------------------
         if not nodes:
-            self._abstain(result, "No source you are cleared to see answers this question.", "no_source")
+            self._not_answered(result, "no source the caller may read was retrieved")
             return
         variants = variants_in_context(nodes) if result.line_of_business is None else None
         if variants is not None:  # the rule has product editions and none was chosen: ask, never pick
@@ -296,15 +304,15 @@ class AskPipeline:
             return
         best = retrieved.best_similarity
         if best is not None and best < self.settings.abstain_threshold():  # the active embedding model's
-            self._abstain(result, f"The closest source matched too weakly (similarity {best:.2f}) to answer from.",
-                          "weak_match")
+            self._not_answered(result, f"the closest source matched too weakly (similarity {best:.2f})")
             return
         # "What changed?" only behind the relevance check (issue 16): a weak match abstained above.
         if self.what_changed.is_what_changed(question):
             self._answer_what_changed(result, clearance, nodes, best, draft)
             return
+        programs = valid_products(self.db, clearance)
         notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
-            w.message for w in report.conflict_warnings]
+            w.message for w in report.conflict_warnings] + program_notes(programs, result.line_of_business)
         outcome = self.synthesizer.synthesize(question, nodes, notes)
         result.model = outcome.model
         draft.attempts = outcome.attempts
@@ -315,8 +323,10 @@ class AskPipeline:
                 metrics.FAIL_CLOSED.inc()
                 log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
                             draft.id, outcome.abstain_reason)
-            self._abstain(result, outcome.abstain_reason or "The sources do not contain the answer.",
-                          "failed_closed" if outcome.failed_closed else "not_in_sources")
+            if outcome.failed_closed:
+                self._abstain(result, outcome.abstain_reason or "No answer survived validation.", "failed_closed")
+            else:
+                self._withhold(result, held, outcome.abstain_reason or "the answerer found no answer in the sources")
             return
         verdict = check_draft(outcome.answer, result.context_ids)
         action = combine("allow", verdict.action)
@@ -328,6 +338,12 @@ class AskPipeline:
                           "failed_check")
             return
         by_id = {n.node.node_id: n for n in nodes}
+        answered = check_answered(question, outcome.answer, by_id, vocabulary=self._vocabulary(clearance),
+                                  programs=programs, chosen_program=result.line_of_business)
+        if screening.topic_gated or not answered.answered:
+            self._withhold(result, held, "topic above the caller's clearance" if screening.topic_gated
+                           else "; ".join(answered.unmet))
+            return
         result.answer = outcome.answer.answer
         result.claims = outcome.answer.claims
         result.answerable = True
@@ -379,6 +395,24 @@ class AskPipeline:
     def _abstain(self, result: AskResult, reason: str, code: str) -> None:
         result.abstain(reason, code)
 
+    def _not_answered(self, result: AskResult, why: str) -> None:
+        """The sources the caller may read don't answer: one message and code, whatever the cause,
+        so an unanswerable question and one about a subject above the caller's clearance read alike."""
+        log.info("not answered, trace %s: %s", result.trace_id, why)
+        result.abstain(NOT_ANSWERED_MESSAGE.format(question=result.question.strip()), "not_answered")
+
+    def _withhold(self, result: AskResult, held, why: str) -> None:
+        """No answer from what is in force: refused for the not-in-force policy the question
+        reached first, when there is one; otherwise not answered."""
+        if held is not None:
+            self._refuse(result, "no_version_in_force", str(held))
+        else:
+            self._not_answered(result, why)
+
+    def _vocabulary(self, clearance: Clearance):
+        topics = self.gate.topics
+        return topics.vocabulary(clearance) if topics is not None and hasattr(topics, "vocabulary") else None
+
     # -- step 7: trace ----------------------------------------------------------------------
     def _record(self, req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft) -> None:
         row = trace_row(req, result, clearance, draft, self.settings)
@@ -392,6 +426,10 @@ class AskPipeline:
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)
+
+
+def _titles(nodes) -> list[str]:
+    return list(dict.fromkeys(n.node.metadata.get("title") or "" for n in nodes))
 
 
 def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None,

@@ -8,8 +8,10 @@ every question, refused or not, is redacted (`policydesk.detectors.redact`) befo
 else reads it, so what the gate misses never reaches a model, the retriever or the trace. The
 claim-action, topic and out-of-scope checks read the redacted text.
 
-Topic-gated questions get the same reason and byte-identical message as out-of-scope ones, so
-a refusal never reveals that a restricted document exists.
+A topic-gated question is not refused here: it is marked (`Screening.topic_gated`) and goes
+through retrieval over what the caller may read, then ends exactly as a question the caller's
+sources don't answer (`not_answered`, same message, same steps, same trace shape), so nothing
+the caller sees reveals that a restricted document exists.
 
 What counts as an identifier, a claim action or an out-of-scope question is detection in
 `policydesk.detectors` (rules), `policydesk.intent` (rules plus a classifier on the local
@@ -63,7 +65,6 @@ CLAIM_ACTION_MESSAGE = (
     "PolicyDesk explains policy; it cannot approve, deny, pay, price, adjudicate "
     "or override a claim. Use the claims platform for claim actions."
 )
-# Also used, unchanged, for topic-gated questions (no existence leak).
 OUT_OF_SCOPE_MESSAGE = (
     "PolicyDesk can't help with that question. Ask about a plan policy you work "
     "with, or contact your supervisor."
@@ -91,6 +92,9 @@ class Screening:
     refusal: Refusal | None
     redaction: Redaction
     signals: list[str] = field(default_factory=list)  # which checks fired, for the trace
+    # The subject is one only sources above the caller's clearance cover: the answer is withheld
+    # as "the sources you may read don't say", after the same steps an unanswered question takes.
+    topic_gated: bool = False
 
     @property
     def question(self) -> str:
@@ -154,7 +158,7 @@ class RefusalGate:
                 label = "pass"
             if label == "pass" and self.topics.denies(clearance, text, vector):
                 signals.append("topic")
-                label = "out_of_scope"
+                return Screening(None, redaction, signals, topic_gated=True)
         if label == "out_of_scope":
             return Screening(Refusal(RefusalReason.out_of_scope, OUT_OF_SCOPE_MESSAGE), redaction, signals)
         return Screening(None, redaction, signals)

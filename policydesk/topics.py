@@ -42,39 +42,11 @@ from sqlalchemy import text
 
 from policydesk.access import ACCESS_LEVELS, ROLES, Clearance, clearance_for
 from policydesk.storage.scope import permitted_scope
+from policydesk.vocabulary import Vocabulary
+from policydesk.words import STOPWORDS, normalize
 
-_WORD = re.compile(r"[a-z][a-z'-]*[a-z]|[a-z]")
-STOPWORDS = frozenset("""
-    a an and are as at be by can do does for from has have how i if in into is it its may must no
-    not of on or our s should that the their them then there these they this those to under was
-    we what when where which who why will with within without you your per than any all each
-    other more most such only also before after about between over during same new one two three
-""".split())
 MAX_N = 3
 RARE_MAX_SECTIONS = 1
-
-
-# A light suffix fold, so a subject is recognized in any inflection: "reporting", "reported" and
-# "reportable" are all "report" ("a complaint must be reported" names "complaint reporting").
-_SUFFIX = re.compile(r"(?<=[a-z]{4})(?:ing|ed|able)$")
-
-
-def normalize(text_: str) -> list[str]:
-    """Lower-case word tokens with a light plural fold ("referrals" -> "referral") and suffix fold
-    ("reporting" -> "report")."""
-    out = []
-    for w in _WORD.findall(text_.lower().replace("’", "'")):
-        w = w.strip("'-")
-        if w.endswith("'s"):
-            w = w[:-2]
-        if len(w) > 4 and w.endswith("ies"):
-            w = w[:-3] + "y"
-        elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-            w = w[:-1]
-        w = _SUFFIX.sub("", w)
-        if w:
-            out.append(w)
-    return out
 
 
 def ngrams(tokens: list[str], n_max: int = MAX_N) -> Iterable[tuple[str, ...]]:
@@ -228,6 +200,7 @@ class CorpusTopicGate:
         self._signature: tuple | None = None
         self._checked_at = float("-inf")
         self._by_clearance: dict[tuple, frozenset[tuple[str, ...]]] = {}
+        self._vocabularies: dict[tuple, Vocabulary] = {}
         self._vectors = None  # (unit vectors, {clearance key: (hidden mask, permitted mask)}) or None
 
     def _read(self, sql, **params):
@@ -257,12 +230,19 @@ class CorpusTopicGate:
                        for r in rows]
             clearances = [clearance_for(role) for role in ROLES]
             self._by_clearance = {self._key(c): gated_phrases(sources, c) for c in clearances}
+            self._vocabularies = {self._key(c): Vocabulary.of(
+                f"{s.doc_title} . {s.heading} . {s.body}" for s in sources if s.readable_by(c)) for c in clearances}
             self._vectors = _vector_index(rows, sources, clearances, self._key) if with_vectors and rows else None
             self._signature = signature
 
     def phrases_for(self, clearance: Clearance) -> frozenset[tuple[str, ...]]:
         self.refresh()
         return self._by_clearance.get(self._key(clearance), frozenset())
+
+    def vocabulary(self, clearance: Clearance) -> Vocabulary:
+        """The words of every source this clearance may read (policydesk.vocabulary)."""
+        self.refresh()
+        return self._vocabularies.get(self._key(clearance), Vocabulary(frozenset(), frozenset()))
 
     def nearest(self, clearance: Clearance, vector) -> tuple[float, float]:
         """(best similarity among sections above the clearance, best among permitted ones)."""

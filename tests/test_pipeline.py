@@ -63,14 +63,18 @@ def test_timely_filing_with_2025_date_of_service_is_180_days_version_1(pipeline)
     assert not any(cid.startswith("POL-TF:v2") for cid in r.context_ids)
 
 
-def test_topic_above_clearance_gets_generic_refusal_and_no_model_call(pipeline, demo_db):
-    r = pipeline.ask(AskRequest("p_rep", "What is the SIU case scoring threshold for a fraud referral?"))
-    out = pipeline.ask(AskRequest("p_rep", "What's a good recipe for banana bread?"))
-    assert r.refused and out.refused and r.refusal_message == out.refusal_message
-    assert "SIU" not in r.refusal_message and "fraud" not in r.refusal_message.lower()
-    row = _trace(demo_db, r.trace_id)
-    assert row["refused"] and row["model"] == "" and row["attempts"] == [] and row["chunk_ids"] == []
-    assert r.prompts == []
+def test_topic_above_clearance_reads_like_a_question_the_sources_do_not_answer(pipeline, demo_db):
+    # A restricted subject and a made-up one end the same way: nothing says a restricted document exists.
+    gated = pipeline.ask(AskRequest("p_rep", "What does the fraud referral procedure say?"))
+    made_up = pipeline.ask(AskRequest("p_rep", "What does the fitness referral procedure say?"))
+    for r in (gated, made_up):
+        assert r.abstained and r.abstain_code == "not_answered" and not r.refused
+        assert r.answer == "" and r.citations == [] and r.prompts  # the same steps ran for both
+    assert gated.abstain_reason.replace("fraud", "X") == made_up.abstain_reason.replace("fitness", "X")
+    for r in (gated, made_up):
+        row = _trace(demo_db, r.trace_id)
+        assert row["abstained"] and row["status"] == _trace(demo_db, made_up.trace_id)["status"]
+        assert row["chunk_ids"] and not any(c.startswith("POL-SIU") for c in row["chunk_ids"])
 
 
 def test_no_version_in_force_is_refused_in_code_naming_first_effective_date(pipeline):
@@ -93,8 +97,8 @@ def test_role_change_between_requests_uses_new_clearance(pipeline, demo_db):
     with Session(demo_db.owner) as s, s.begin():
         set_role(s, name="p_mover", role="supervisor")
     second = pipeline.ask(AskRequest("p_mover", q))
-    assert first.refused and first.role == "rep"
-    assert not second.refused and second.role == "supervisor"
+    assert first.abstain_code == "not_answered" and first.role == "rep"
+    assert not second.refused and not second.abstained and second.role == "supervisor"
     assert any(cid.startswith("POL-SIU") for cid in second.context_ids)
     assert _trace(demo_db, second.trace_id)["user_role"] == "supervisor"
 

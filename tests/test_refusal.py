@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from policydesk.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
-from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold
+from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold, predict
 from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
 from policydesk.topics import CorpusTopicGate, gated_phrases, question_hits
 from tests.conftest import CORPUS
@@ -113,9 +113,7 @@ def test_held_out_split_is_frozen_and_shares_nothing(split):
 
 @pytest.mark.parametrize("case", REGRESSION, ids=[f"{i:03d}-{c['role']}-{c['expected']}" for i, c in enumerate(REGRESSION)])
 def test_regression_case(case, gate):
-    refusal = gate.screen(case["question"], clearance_for(case["role"])).refusal
-    predicted = "pass" if refusal is None else refusal.reason.value
-    assert predicted == case["expected"], case["question"]
+    assert predict(gate, case) == case["expected"], case["question"]
 
 
 def test_validation_split_floors(gate):
@@ -141,36 +139,41 @@ def test_train_out_of_fold_floors(gate):
     assert report.false_refusal_rate <= 0.02
 
 
-def test_topic_gate_refusal_message_identical_to_out_of_scope(gate):
-    rep = clearance_for("rep")
-    gated = gate.screen(SIU_QUESTION, rep).refusal
-    unrelated = gate.screen("What's the weather forecast for tomorrow?", rep).refusal
-    assert gated is not None and unrelated is not None
-    assert gated.reason is unrelated.reason is RefusalReason.out_of_scope
-    assert gated.message.encode("utf-8") == unrelated.message.encode("utf-8") == OUT_OF_SCOPE_MESSAGE.encode("utf-8")
-    assert "SIU" not in gated.message and "restricted" not in gated.message.lower()
+def _gated(gate, question: str, role: str) -> bool:
+    screening = gate.screen(question, clearance_for(role))
+    assert screening.refusal is None, screening.refusal  # gated subjects are withheld later, never refused here
+    return screening.topic_gated
+
+
+def test_topic_gate_marks_the_question_and_refuses_nothing_early(gate):
+    # The answer is withheld later as "not answered", after the same steps as any question, so
+    # nothing early (no refusal, no reason, no shorter path) tells a restricted subject apart.
+    screening = gate.screen(SIU_QUESTION, clearance_for("rep"))
+    assert screening.topic_gated and screening.refusal is None and "topic" in screening.signals
+    unrelated = gate.screen("What's the weather forecast for tomorrow?", clearance_for("rep")).refusal
+    assert unrelated is not None and unrelated.reason is RefusalReason.out_of_scope
 
 
 def test_topic_gate_siu_by_role(gate):
-    assert gate.screen(SIU_QUESTION, clearance_for("rep")).refusal.reason is RefusalReason.out_of_scope
-    assert gate.screen(SIU_QUESTION, clearance_for("supervisor")).refusal is None
-    assert gate.screen(SIU_QUESTION, clearance_for("compliance")).refusal is None
+    assert _gated(gate, SIU_QUESTION, "rep")
+    assert not _gated(gate, SIU_QUESTION, "supervisor")
+    assert not _gated(gate, SIU_QUESTION, "compliance")
 
 
 def test_topic_gate_compliance_subjects_block_supervisor(gate):
     question = "What is the dispute review procedure?"
-    assert gate.screen(question, clearance_for("supervisor")).refusal.reason is RefusalReason.out_of_scope
-    assert gate.screen(question, clearance_for("compliance")).refusal is None
+    assert _gated(gate, question, "supervisor")
+    assert not _gated(gate, question, "compliance")
 
 
 def test_topic_gate_reads_a_restricted_subject_in_any_inflection(gate):
-    # ref15c: the compliance-only reporting subject, worded with other inflections and function words
+    # The compliance-only reporting subject, worded with other inflections and function words
     # than its title and headings ("reported" / "reporting", "complaints ... report").
     for question in ("how soon do complaints need to be reported to the state?",
                      "Which complaints must the plan report to regulators?"):
         for role in ("rep", "supervisor"):
-            assert gate.screen(question, clearance_for(role)).refusal.reason is RefusalReason.out_of_scope, (role, question)
-        assert gate.screen(question, clearance_for("compliance")).refusal is None
+            assert _gated(gate, question, role), (role, question)
+        assert not _gated(gate, question, "compliance")
 
 
 def test_question_hits_fold_inflections_and_skip_function_words():
@@ -205,7 +208,7 @@ def test_new_restricted_document_is_gated_without_code_change(make_db, embed_mod
     ingest_directory(db, _with_manifest(root, keep), embed_model, settings)
     gate = RefusalGate(topics=CorpusTopicGate(db, max_age_seconds=0))
     question = "What is the quarterly broker commission clawback schedule?"
-    assert gate.screen(question, clearance_for("rep")).refusal is None
+    assert not _gated(gate, question, "rep")
     (root / "wiki" / "broker-commissions.md").write_text(
         "# Broker Commission Clawback\n\n## Clawback Schedule\n\nBroker commission clawback applies when a "
         "policy lapses within 90 days; the broker commission clawback schedule is quarterly.\n")
@@ -213,8 +216,8 @@ def test_new_restricted_document_is_gated_without_code_change(make_db, embed_mod
            "type": "wiki", "version": 1, "effective_from": date(2026, 1, 1), "date_basis": "none",
            "access_level": "restricted", "sensitive": False, "owner": "Sales", "related_policies": []}
     ingest_directory(db, _with_manifest(root, keep + [new]), embed_model, settings)
-    assert gate.screen(question, clearance_for("rep")).refusal.message == OUT_OF_SCOPE_MESSAGE
-    assert gate.screen(question, clearance_for("supervisor")).refusal is None
+    assert _gated(gate, question, "rep")
+    assert not _gated(gate, question, "supervisor")
 
 
 def _with_manifest(root, entries):

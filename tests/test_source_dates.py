@@ -91,15 +91,17 @@ def test_wiki_written_after_the_date_is_left_out_while_its_policy_answers(demo_d
 
 
 def test_note_ranked_first_for_a_policy_not_in_force_refuses_naming_the_policy(demo_db, embed_model):
-    # Only the wiki page in context (its policy not retrieved at all): the request is still
-    # refused for POL-TH, never answered from the page. Sync and async paths alike.
+    # Only the wiki page in context (its policy not retrieved at all): the page is dropped and
+    # POL-TH is held back for the pipeline to refuse, never answered from the page. Sync and async.
     wiki = [n for n in _retrieve(demo_db, embed_model, TELEHEALTH) if doc_id_of(n.node) == WIKI_TH]
     assert wiki
-    with pytest.raises(NoVersionInForce) as info:
-        _resolver(demo_db, date(2026, 11, 29), {"date_of_service": date(2025, 6, 1)}).postprocess_nodes(list(wiki))
-    assert info.value.doc_id == "POL-TH" and info.value.first_effective_from == date(2026, 3, 1)
-    with pytest.raises(NoVersionInForce):
-        asyncio.run(_resolver(demo_db, date(2026, 1, 15)).apostprocess_nodes(list(wiki)))
+    r = _resolver(demo_db, date(2026, 11, 29), {"date_of_service": date(2025, 6, 1)})
+    assert r.postprocess_nodes(list(wiki)) == []
+    held = r.report.held_back
+    assert isinstance(held, NoVersionInForce)
+    assert held.doc_id == "POL-TH" and held.first_effective_from == date(2026, 3, 1)
+    r = _resolver(demo_db, date(2026, 1, 15))
+    assert asyncio.run(r.apostprocess_nodes(list(wiki))) == [] and r.report.held_back.doc_id == "POL-TH"
 
 
 def test_lower_ranked_policy_and_its_notes_dropped_with_a_visible_warning(demo_db, embed_model):

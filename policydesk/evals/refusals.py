@@ -47,8 +47,12 @@ def load_cases(path: Path | str) -> list[dict]:
 
 
 def predict(gate, case: dict) -> str:
-    refusal = gate.screen(case["question"], clearance_for(case["role"])).refusal
-    return "pass" if refusal is None else refusal.reason.value
+    """The gate's verdict; a topic-gated question counts as out of scope: the pipeline withholds
+    its answer (as `not_answered`) whatever retrieval finds."""
+    screening = gate.screen(case["question"], clearance_for(case["role"]))
+    if screening.topic_gated:
+        return "out_of_scope"
+    return "pass" if screening.refusal is None else screening.refusal.reason.value
 
 
 @dataclass

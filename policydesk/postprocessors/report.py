@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from policydesk.answer import AnswerWarning
+from policydesk.versions import NoVersionInForce
 
 
 @dataclass
@@ -21,6 +22,10 @@ class ContextReport:
     swaps: list[tuple[str, str]] = field(default_factory=list)  # (retrieved chunk id, applied chunk id)
     dropped: list[dict] = field(default_factory=list)  # {"chunk_id": ..., "reason": ...}
     conflicts: list[dict] = field(default_factory=list)
+    # The first policy the ranking reached, before any policy in force, that had no version in
+    # force on its applicable date. It was dropped like the rest; whether the request is refused
+    # for it depends on whether the question is about it (the pipeline decides).
+    held_back: NoVersionInForce | None = None
 
     @property
     def conflict_warnings(self) -> list[AnswerWarning]:

