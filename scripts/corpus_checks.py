@@ -8,6 +8,7 @@ manifest fields plus what the file is made from (``sections`` for a policy, ``te
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 
@@ -51,6 +52,39 @@ CHUNK_MIN, CHUNK_MAX = 115, 145
 MAX_PARAGRAPHS = 6
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The shape a corpus's source must keep. The demo corpus uses the defaults; another corpus
+    (e.g. one written like a payer's provider manual, with long lettered sections and a contacts
+    page) states its own in its corpus.yaml under `checks:`."""
+
+    chunks: tuple[int, int] = (CHUNK_MIN, CHUNK_MAX)
+    policy_sections: tuple[int, int] = (3, 5)
+    max_paragraphs: int = MAX_PARAGRAPHS
+    wiki_sections: tuple[int, int] = (2, 3)
+    note_sentences: tuple[int, int] = (4, 8)
+    require_injection: bool = True
+    # PHI_PATTERNS names not applied to wiki pages (a directory page lists the plan's phone and
+    # fax lines, ZIP codes and its NPI); call notes are always checked against every pattern.
+    wiki_allows: tuple[str, ...] = ()
+    # Characters a policy body may hold beyond printable ASCII (the PDF core font is Latin-1).
+    policy_extra_chars: str = ""
+
+    @classmethod
+    def from_index(cls, index: dict) -> "Limits":
+        raw = dict(index.get("checks") or {})
+        unknown = set(raw) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise SystemExit(f"corpus.yaml checks: unknown key(s) {sorted(unknown)}")
+        for key in ("chunks", "policy_sections", "wiki_sections", "note_sentences", "wiki_allows"):
+            if key in raw:
+                raw[key] = tuple(raw[key])
+        bad = set(raw.get("wiki_allows", ())) - set(PHI_PATTERNS)
+        if bad:
+            raise SystemExit(f"corpus.yaml checks.wiki_allows: unknown pattern(s) {sorted(bad)}")
+        return cls(**raw)
+
+
 def numbered_headings(sections) -> list[str]:
     return [f"{i}. {title}" for i, (title, _) in enumerate(sections, start=1)]
 
@@ -70,17 +104,17 @@ def chunk_counts(entries) -> dict:
     return counts
 
 
-def phi_found(where: str, text: str) -> list[str]:
+def phi_found(where: str, text: str, allowed: tuple[str, ...] = ()) -> list[str]:
     return [f"{where}: looks like a {name}" for name, pat in PHI_PATTERNS.items()
-            if pat.search(text)]
+            if name not in allowed and pat.search(text)]
 
 
-def validate_source(entries) -> None:
+def validate_source(entries, limits: Limits = Limits()) -> None:
     """Refuse source data that would build a corpus ingest or the tests cannot rely on."""
     errors = []
 
-    def ascii_ok(where: str, text: str) -> None:
-        if not all(32 <= ord(c) < 127 for c in text):
+    def ascii_ok(where: str, text: str, extra: str = "") -> None:
+        if not all(32 <= ord(c) < 127 or c in extra for c in text):
             errors.append(f"{where}: non-ASCII or control character in {text[:60]!r}")
 
     policies = [e for e in entries if e["type"] == "policy"]
@@ -99,39 +133,43 @@ def validate_source(entries) -> None:
         for ver in versions:
             where = f"{pid} v{ver['version']}"
             secs = ver["sections"]
-            if not 3 <= len(secs) <= 5:
-                errors.append(f"{where}: {len(secs)} sections (want 3-5)")
+            lo, hi = limits.policy_sections
+            if not lo <= len(secs) <= hi:
+                errors.append(f"{where}: {len(secs)} sections (want {lo}-{hi})")
             for heading in numbered_headings(secs):
                 ascii_ok(where, heading)
                 if ver["heading_style"] == "numbered" and not HEADING_RE.match(heading):
                     errors.append(f"{where}: heading {heading!r} does not match the regex")
             for title, paras in secs:
-                if not 1 <= len(paras) <= MAX_PARAGRAPHS:
-                    errors.append(f"{where} {title}: {len(paras)} paragraphs (want 1-{MAX_PARAGRAPHS})")
+                if not 1 <= len(paras) <= limits.max_paragraphs:
+                    errors.append(f"{where} {title}: {len(paras)} paragraphs (want 1-{limits.max_paragraphs})")
                 for para in paras:
-                    ascii_ok(where, para)
+                    ascii_ok(where, para, limits.policy_extra_chars)
                     if BODY_DANGER_RE.search(para):
                         errors.append(f"{where} {title}: digit-dot-space in body: {para[:60]!r}")
     for e in entries:
         if e["type"] == "policy":
             continue
         ascii_ok(e["id"], e["text"].replace("\n", " "))
-        errors += phi_found(e["id"], e["text"])
-        if e["type"] == "wiki" and not 2 <= chunk_count(e) <= 3:
-            errors.append(f"{e['id']}: {chunk_count(e)} sections (want 2-3)")
+        errors += phi_found(e["id"], e["text"], limits.wiki_allows if e["type"] == "wiki" else ())
+        lo, hi = limits.wiki_sections
+        if e["type"] == "wiki" and not lo <= chunk_count(e) <= hi:
+            errors.append(f"{e['id']}: {chunk_count(e)} sections (want {lo}-{hi})")
         if e["type"] == "call_note":
             n_sent = len(re.findall(r"[.!?](?:\s|$)", e["body"]))
-            if not 4 <= n_sent <= 8:
-                errors.append(f"{e['id']}: {n_sent} sentences (want 4-8)")
-    if not any(INJECTION in e.get("body", "") for e in entries):
+            lo, hi = limits.note_sentences
+            if not lo <= n_sent <= hi:
+                errors.append(f"{e['id']}: {n_sent} sentences (want {lo}-{hi})")
+    if limits.require_injection and not any(INJECTION in e.get("body", "") for e in entries):
         errors.append("the prompt-injection sentence is missing")
     known = set(ids)
     for e in entries:
         unknown = [r for r in e["related_policies"] if r not in known]
         errors += [f"{e['id']}: unknown related policy {r}" for r in unknown]
     total = sum(chunk_counts(entries).values())
-    if not CHUNK_MIN <= total <= CHUNK_MAX:
-        errors.append(f"total chunk count {total} is outside {CHUNK_MIN}-{CHUNK_MAX}")
+    lo, hi = limits.chunks
+    if not lo <= total <= hi:
+        errors.append(f"total chunk count {total} is outside {lo}-{hi}")
     if errors:
         raise SystemExit("corpus source is invalid:\n  " + "\n  ".join(errors))
 
@@ -164,7 +202,7 @@ def check_policy(path: Path, entry: dict) -> tuple[list[str], int]:
     return errors, len(titles)
 
 
-def check_built(out: Path, entries) -> dict:
+def check_built(out: Path, entries, limits: Limits = Limits()) -> dict:
     """Re-read the files under ``out`` as ingest would; print and return the chunk counts."""
     errors = []
     sources = yaml.safe_load((out / "manifest.yaml").read_text())["sources"]
@@ -197,7 +235,7 @@ def check_built(out: Path, entries) -> dict:
             counts["call_note"] += 1
         if first != expected_first:
             errors.append(f"{src['file']}: first line {first!r}")
-        errors += phi_found(src["file"], text)
+        errors += phi_found(src["file"], text, limits.wiki_allows if src["type"] == "wiki" else ())
     total = sum(counts.values())
     print(
         f"chunks: policy sections {counts['policy']} ({n_files} files), "
@@ -205,8 +243,8 @@ def check_built(out: Path, entries) -> dict:
     )
     if counts != chunk_counts(entries):
         errors.append(f"counts on disk {counts} != counts in source {chunk_counts(entries)}")
-    if not CHUNK_MIN <= total <= CHUNK_MAX:
-        errors.append(f"total {total} outside {CHUNK_MIN}-{CHUNK_MAX}")
+    if not limits.chunks[0] <= total <= limits.chunks[1]:
+        errors.append(f"total {total} outside {limits.chunks[0]}-{limits.chunks[1]}")
     if errors:
         raise SystemExit("corpus check FAILED:\n  " + "\n  ".join(errors))
     print("corpus check passed")

@@ -39,7 +39,8 @@ def eval_command(
              "Omitted: the demo corpus in the configured database (re-ingest is a no-op when unchanged).")] = None,
     split: Annotated[str, typer.Option(
         help="Golden split: test (frozen; the headline figures) or dev (tuning allowed). "
-             "Reads evals/golden_<split>.yaml and any other file in policydesk.evals.golden.SPLIT_SOURCES.")] = "test",
+             "Reads evals/golden_<split>.yaml and any other file in policydesk.evals.golden.SPLIT_SOURCES; "
+             "with --corpus DIR, from evals/<DIR's name>/ when that folder holds golden files.")] = "test",
     golden: Annotated[Optional[list[Path]], typer.Option(
         help="Golden YAML file(s) to read as they are, instead of the split's files (repeatable).")] = None,
     k: Annotated[int, typer.Option(help="Retrieval depth for both systems and for Recall/nDCG@k.")] = 8,
@@ -53,7 +54,7 @@ def eval_command(
 ) -> None:
     """Evaluate the full system against the naive baseline on the golden set."""
     from policydesk.config import get_settings
-    from policydesk.evals.golden import SPLITS, GoldenError, load_golden, load_split
+    from policydesk.evals.golden import SPLITS, GoldenError, evals_dir_for, load_golden, load_split
     from policydesk.evals.harness import run_eval, write_results
     from policydesk.ingest import IngestError, ingest_directory
     from policydesk.providers import embedding_for, llm_for
@@ -64,7 +65,7 @@ def eval_command(
         typer.secho(f"error: --split must be one of {', '.join(SPLITS)}", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)
     try:
-        gold = (load_golden(list(golden)) if golden else load_split(split)).slice(slice_)
+        gold = (load_golden(list(golden)) if golden else load_split(split, evals_dir_for(corpus))).slice(slice_)
     except GoldenError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)

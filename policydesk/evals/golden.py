@@ -220,6 +220,15 @@ def split_files(split: str, evals_dir: Path = EVALS_DIR) -> list[Path]:
     return [f for f in files if f.exists()]
 
 
+def evals_dir_for(corpus: Path | str | None) -> Path:
+    """Where a corpus's golden files live: evals/<the corpus directory's name>/ when that folder
+    holds golden files (a corpus with a golden set of its own), else evals/ (the demo corpus's)."""
+    if corpus is None:
+        return EVALS_DIR
+    own = EVALS_DIR / Path(corpus).resolve().name
+    return own if own.is_dir() and any(own.glob("golden_*.yaml")) else EVALS_DIR
+
+
 def load_split(split: str = DEFAULT_SPLIT, evals_dir: Path = EVALS_DIR) -> Golden:
     """The `dev` or `test` split, from every file in SPLIT_SOURCES."""
     golden = load_golden(split_files(split, evals_dir), split=split)

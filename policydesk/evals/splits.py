@@ -13,18 +13,21 @@ from collections.abc import Iterable
 SPLIT_SALT = "policydesk/issue-16/golden-split"
 
 
-def split_rank(item_id: str) -> str:
-    return hashlib.sha256(f"{SPLIT_SALT}:{item_id}".encode()).hexdigest()
+def split_rank(item_id: str, salt: str = SPLIT_SALT) -> str:
+    return hashlib.sha256(f"{salt}:{item_id}".encode()).hexdigest()
 
 
-def assign_splits(items: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """(id, bucket) pairs -> {id: "dev" | "test"}, half of each bucket (rounded down) to test."""
+def assign_splits(items: Iterable[tuple[str, str]], salt: str = SPLIT_SALT) -> dict[str, str]:
+    """(id, bucket) pairs -> {id: "dev" | "test"}, half of each bucket (rounded down) to test.
+
+    Each golden set has its own salt (the one it was split with), so a second set's split is
+    independent of the first's."""
     by_bucket: dict[str, list[str]] = {}
     for item_id, bucket in items:
         by_bucket.setdefault(bucket, []).append(item_id)
     out: dict[str, str] = {}
     for ids in by_bucket.values():
-        ranked = sorted(ids, key=split_rank)
+        ranked = sorted(ids, key=lambda i: split_rank(i, salt))
         half = len(ranked) // 2
         out.update({i: "test" for i in ranked[:half]})
         out.update({i: "dev" for i in ranked[half:]})
