@@ -17,7 +17,10 @@ _SOURCE_BLOCK = re.compile(r"<source ([^>]*)>\n(.*?)\n</source>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 _QUESTION_BLOCK = re.compile(r"<question>\n(.*?)\n</question>", re.DOTALL)
 _TOKEN = re.compile(r"[a-z0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# A sentence ends at . ! ? before a capital, digit, quote or bracket, but not after an initial or
+# a citation's abbreviation ("42 C.F.R. 438", "W. Va. Code", "No. 12").
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bNo\.)(?<!\bSec\.)(?<!\bCode\.)(?<!\bStat\.)"
+                           r"\s+(?=[A-Z0-9\"'(])")
 _LIST_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
 _INJECTION = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?|above|previous)\b",
@@ -136,6 +139,8 @@ def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]
         lead_in = " ".join(p for p in (subsection, list_lead) if p)
         said = [s.strip() for s in _SENTENCE_END.split(body) if s.strip()]
         for sentence in said:
+            if sub is not None and _normal(sentence) == _normal(line[: sub.end()]):
+                continue  # the subsection's own title: it heads the sentences after it
             needed = lead_in and not sentence.startswith(lead_in) and _normal(sentence) not in _normal(lead_in)
             out.append((sentence, lead_in if needed else ""))
         if said and line.rstrip().endswith(":") and word_count(said[-1]) <= _LEAD_IN_MAX_WORDS:
