@@ -16,8 +16,9 @@ names come from the corpus (the products its sources name). Nothing here names a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from policydesk.words import STOPWORDS, normalize
 
@@ -85,7 +86,9 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         r"\b(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|dollars?|cost|costs|fee|fees|"
         r"(?:allowed|allowable|reimbursement|payment|mileage)\s+(?:amount|rate)|rate\s+(?:for|per))\b|"
         r"\bhow\s+much\s+(?:is|does|do|will|would|can)\b.*\b(?:pay|paid|cost|charge|reimburse\w*|owe)\b|"
-        r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it)\s+pay\b|\bpaid\s+at\s+what\b|\$", re.IGNORECASE)),
+        r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it)\s+pay\b|\bpaid\s+at\s+what\b|\$|"
+        r"\b(?:what|how\s+much)\s+(?:is|are|was|were)\s+the\s+(?:[\w-]+\s+){0,3}(?:payments?|rates?|premiums?|"
+        r"fees?|charges?|interest|amounts?)\b|\binterest\s+rate\b", re.IGNORECASE)),
     ("contact", re.compile(
         r"\b(?:fax(?:\s+number)?|(?:tele)?phone\s+(?:number|line)|tty|e-?mail(?:\s+address)?|(?:mailing\s+)?address|"
         r"po\s+box|website|url)\b|\bwhere\s+(?:do|does|should|can|must|would)\s+(?:\w+\s+){1,3}?"
@@ -93,8 +96,25 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         re.IGNORECASE)),
     ("date", re.compile(r"\b(?:what|which)\s+date\b|\b(?:effective|start|end)\s+date\b|\btakes?\s+effect\b|"
                         r"\bgo(?:es)?\s+into\s+effect\b", re.IGNORECASE)),
+    ("code", re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:form|code|modifier|box|field|revenue\s+code|"
+                        r"place\s+of\s+service|taxonomy)\b", re.IGNORECASE)),
     ("count", re.compile(r"\bhow\s+many\b|\bmaximum\s+number\b|\blimit\s+of\s+how\b", re.IGNORECASE)),
 )
+# A form, code, box or field as documents write it: "CMS-10003", "box 22", "modifier RR", "E0601".
+_CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
+                         r"\b[A-Z]\d{4}\b|\b\d{5}\b", re.IGNORECASE)
+# What an amount is asked of: the sentence must price that ("premium" is not "copayment").
+_PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge)s?\b",
+                     re.IGNORECASE)
+
+
+Programs = Mapping[str, Sequence[str]]  # product name -> the plan's own names for it ("Family Care")
+
+
+def as_programs(programs: Programs | Sequence[str]) -> dict[str, tuple[str, ...]]:
+    if isinstance(programs, Mapping):
+        return {name: tuple(aliases) for name, aliases in programs.items()}
+    return {name: () for name in programs}
 
 
 def program_forms(name: str) -> list[str]:
@@ -106,14 +126,58 @@ def program_forms(name: str) -> list[str]:
     return forms
 
 
-def _program_patterns(programs: Iterable[str]) -> dict[str, re.Pattern]:
+def _phrase(text: str) -> str:
+    return r"\b" + r"[\s-]+".join(map(re.escape, text.split())) + r"\b"
+
+
+def _program_patterns(programs: Programs | Sequence[str]) -> dict[str, re.Pattern]:
+    return _compiled(tuple(as_programs(programs).items()))
+
+
+@lru_cache(maxsize=64)
+def _compiled(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, re.Pattern]:
+    """One pattern per program: its spoken name, its acronym in capitals, the plan's names for it
+    (in any case) and those names without the plan's brand word (in their own capitals)."""
+    named = dict(programs)
+    everyone = [set(a.split()) for aliases in named.values() for a in aliases]
+    brand = set.intersection(*everyone) if len(everyone) > 1 else set()
     out = {}
-    for name in programs:
+    for name, aliases in named.items():
         spoken, *acronym = program_forms(name)
-        pattern = r"\b" + r"[\s-]+".join(map(re.escape, spoken.split())) + r"\b"
-        alts = [f"(?i:{pattern})"] + [rf"\b{re.escape(a)}\b" for a in acronym]  # acronyms in capitals only
+        alts = [f"(?i:{_phrase(spoken)})"] + [rf"\b{re.escape(a)}\b" for a in acronym]
+        for alias in aliases:
+            alts.append(f"(?i:{_phrase(alias)})")
+            own = " ".join(w for w in alias.split() if w not in brand)
+            if own and own != alias and own[0].isupper():
+                alts.append(_phrase(own))
         out[name] = re.compile("|".join(alts))
     return out
+
+
+# "Harborline Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
+_LABELLED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){1,3})\s+\(([A-Za-z][A-Za-z ]{1,30})\)")
+
+
+def labelled_names(text: str) -> set[tuple[str, str]]:
+    """(name, label) pairs a text writes as "Name (label)"."""
+    return {(m.group(1), m.group(2).strip()) for m in _LABELLED.finditer(text)}
+
+
+def program_names(labels: Iterable[tuple[str, str]], products: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The programs a corpus names, each with the plan's names for it: the products its sources
+    name, plus every label of a family of names ("Harborline Choice (commercial)", "Harborline
+    KidsCare (CHIP)") sharing a first word, once one label of that family is a known product."""
+    key = lambda label: "_".join(label.lower().split())  # noqa: E731 - "Medicare Advantage" -> medicare_advantage
+    found: dict[str, set[str]] = {p: set() for p in products}
+    families: dict[str, set[tuple[str, str]]] = {}
+    for name, label in labels:
+        families.setdefault(name.split()[0], set()).add((name, key(label)))
+    for members in families.values():
+        tags = {tag for _, tag in members}
+        if len(tags) > 1 and tags & set(products):
+            for name, tag in members:
+                found.setdefault(tag, set()).add(name)
+    return {p: tuple(sorted(aliases)) for p, aliases in sorted(found.items())}
 
 
 def sides_in(text: str) -> dict[str, set[str]]:
@@ -125,13 +189,14 @@ def sides_in(text: str) -> dict[str, set[str]]:
 class Ask:
     """What one question asks for, and the sides and programs it chose."""
 
-    kind: str  # duration | amount | contact | date | count | open
+    kind: str  # duration | amount | contact | date | code | count | open
+    priced: str | None = None  # for an amount: what is priced ("premium", "copay")
     sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
-    known_programs: tuple[str, ...] = ()
+    known_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # every program, with the plan's names for it
 
     @classmethod
-    def of(cls, question: str, programs: Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
+    def of(cls, question: str, programs: Programs | Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
         kind = next((k for k, rx in _ASKS if rx.search(question)), "open")
         named = sides_in(question)
         sides = {axis: next(iter(found)) for axis, found in named.items() if len(found) == 1}
@@ -143,7 +208,9 @@ class Ask:
         chosen = {name for name, rx in patterns.items() if rx.search(question)}
         if chosen_program:
             chosen.add(chosen_program)
-        return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(programs))
+        priced = _PRICED.search(question) if kind == "amount" else None
+        return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(as_programs(programs).items()),
+                   priced=_price_stem(priced.group(1)) if priced else None)
 
     def value_stated(self, text: str) -> bool:
         """The text states the kind of value asked for (any text does for an open question)."""
@@ -157,6 +224,8 @@ class Ask:
             return bool(_CONTACT.search(text))
         if self.kind == "count":
             return bool(_NUMBER.search(text))
+        if self.kind == "code":
+            return bool(_CODE_VALUE.search(text))
         return True
 
 
@@ -200,6 +269,8 @@ def fit(ask: Ask, passage: Passage) -> Fit:
     unmet: list[str] = []
     if not ask.value_stated(passage.sentence):
         unmet.append(f"states no {ask.kind}")
+    elif ask.priced and not any(_price_stem(m.group(1)) == ask.priced for m in _PRICED.finditer(passage.scope_text)):
+        unmet.append(f"prices no {ask.priced}")
     in_scope = sides_in(passage.scope_text)
     in_sentence = sides_in(f"{passage.lead_in} {passage.sentence}")
     explicit: set[str] = set()
@@ -222,8 +293,13 @@ def fit(ask: Ask, passage: Passage) -> Fit:
     return Fit(not unmet, tuple(unmet), frozenset(explicit))
 
 
-def _programs_named(text: str, programs: Sequence[str]) -> set[str]:
-    return {name for name, rx in _program_patterns(programs).items() if rx.search(text)}
+def _price_stem(word: str) -> str:
+    word = word.lower().replace("-", "")
+    return "copay" if word.startswith("copay") else word
+
+
+def _programs_named(text: str, programs: tuple[tuple[str, tuple[str, ...]], ...]) -> set[str]:
+    return {name for name, rx in _compiled(programs).items() if rx.search(text)}
 
 
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}|[A-Z]{2,}\d*|\d{4}-\d+")
@@ -233,8 +309,15 @@ def _title_words(text: str) -> set[str]:
     return {w for w in normalize(" ".join(_TITLE_WORD.findall(text))) if w not in STOPWORDS}
 
 
+_TITLE_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}\b")
+
+
 def names_source(question: str, title: str, other_titles: Iterable[str]) -> bool:
-    """The question names this source: it uses a word of its title that no other title in play has."""
+    """The question names this source: it gives the code in its title ("HB-2026-07"), or uses a
+    word of its title that no other title in play has."""
+    codes = {c.lower() for c in _TITLE_CODE.findall(title) if not re.fullmatch(r"(?:19|20)\d\d", c)}
+    if codes & {c.lower() for c in _TITLE_CODE.findall(question)}:
+        return True
     others: set[str] = set()
     for t in other_titles:
         others |= _title_words(t)

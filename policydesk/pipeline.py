@@ -37,7 +37,7 @@ from policydesk.products import (
 )
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.retrievers import chunk_vector_store
-from policydesk.answerability import names_source
+from policydesk.answerability import names_source, program_names
 from policydesk.synthesis.answered import NOT_ANSWERED_MESSAGE, check_answered
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes, program_notes
@@ -307,10 +307,14 @@ class AskPipeline:
             self._not_answered(result, f"the closest source matched too weakly (similarity {best:.2f})")
             return
         # "What changed?" only behind the relevance check (issue 16): a weak match abstained above.
-        if self.what_changed.is_what_changed(question):
+        # A question naming a bulletin or page ("did bulletin HB-2026-02 change ...") is answered
+        # from what it says, not by comparing some policy's versions.
+        if self.what_changed.is_what_changed(question) and not _names_a_note(question, nodes):
             self._answer_what_changed(result, clearance, nodes, best, draft)
             return
-        programs = valid_products(self.db, clearance)
+        vocabulary = self._vocabulary(clearance)
+        products = valid_products(self.db, clearance)
+        programs = program_names(vocabulary.labels, products) if vocabulary else dict.fromkeys(products, ())
         notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
             w.message for w in report.conflict_warnings] + program_notes(programs, result.line_of_business)
         outcome = self.synthesizer.synthesize(question, nodes, notes)
@@ -338,7 +342,7 @@ class AskPipeline:
                           "failed_check")
             return
         by_id = {n.node.node_id: n for n in nodes}
-        answered = check_answered(question, outcome.answer, by_id, vocabulary=self._vocabulary(clearance),
+        answered = check_answered(question, outcome.answer, by_id, vocabulary=vocabulary,
                                   programs=programs, chosen_program=result.line_of_business)
         if screening.topic_gated or not answered.answered:
             self._withhold(result, held, "topic above the caller's clearance" if screening.topic_gated
@@ -430,6 +434,14 @@ class AskPipeline:
 
 def _titles(nodes) -> list[str]:
     return list(dict.fromkeys(n.node.metadata.get("title") or "" for n in nodes))
+
+
+def _names_a_note(question: str, nodes) -> bool:
+    titles = _titles(nodes)
+    return any(n.node.metadata.get("source_type") != "policy"
+               and names_source(question, n.node.metadata.get("title") or "", [t for t in titles
+                                                                               if t != n.node.metadata.get("title")])
+               for n in nodes)
 
 
 def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None,

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from policydesk.answerability import labelled_names
 from policydesk.words import STOPWORDS, normalize
 
 # Words of how staff phrase a question rather than of what they ask about.
@@ -78,6 +79,7 @@ def _within_one_edit(a: str, b: str) -> bool:
 class Vocabulary:
     words: frozenset[str]  # folded words of every readable title, heading and text
     initials: frozenset[str]  # initials of runs of 2-5 readable content words ("timely filing limit" -> tfl)
+    labels: frozenset[tuple[str, str]] = frozenset()  # "Harborline Choice (commercial)" as (name, label)
     _sorted: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -104,7 +106,9 @@ class Vocabulary:
     def of(cls, texts: Iterable[str]) -> "Vocabulary":
         words: set[str] = set()
         initials: set[str] = set()
+        labels: set[tuple[str, str]] = set()
         for text in texts:
+            labels |= labelled_names(text)
             tokens = normalize(text)
             words.update(tokens)
             words.update(part for t in tokens if "-" in t for part in t.split("-") if part)
@@ -113,7 +117,7 @@ class Vocabulary:
                 for n in range(_ACRONYM_MIN, _ACRONYM_MAX + 1):
                     for i in range(len(run) - n + 1):
                         initials.add("".join(t[0] for t in run[i:i + n]))
-        return cls(frozenset(words), frozenset(initials))
+        return cls(frozenset(words), frozenset(initials), frozenset(labels))
 
     def knows(self, word: str) -> bool:
         """The sources use this word, or a form, abbreviation, expansion or misspelling of it."""
@@ -131,10 +135,14 @@ class Vocabulary:
         return False
 
     def knows_compound(self, word: str) -> bool:
-        """Two words run together, each known or everyday ("turnaround", "themself")."""
+        """Two whole words run together, each everyday or used by the sources ("turnaround",
+        "themself"); never a fragment ("acu" + "puncture" is not "acute" + "puncture")."""
         lower, common = word.lower(), everyday_words()
-        return any((lower[:i] in common or self.knows(lower[:i])) and (lower[i:] in common or self.knows(lower[i:]))
-                   for i in range(3, len(lower) - 2))
+
+        def whole(part: str) -> bool:
+            return len(part) >= 3 and (part in common or part in self.words)
+
+        return any(whole(lower[:i]) and whole(lower[i:]) for i in range(3, len(lower) - 2))
 
 
 def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
@@ -155,4 +163,6 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
 
 
 # A contraction typed without its apostrophe ("hasnt", "wont", "theyre").
-_CONTRACTION = re.compile(r"^(?:\w+nt|\w+re|\w+ve|\w+ll|im|id)$")
+_CONTRACTION = re.compile(r"^(?:(?:is|was|are|were|do|does|did|has|have|had|could|would|should|must|ca|wo|need)nt|"
+                          r"(?:they|we|you|who|what)re|(?:i|you|we|they|could|would|should|must)ve|"
+                          r"(?:i|you|he|she|we|they|it|that)ll|im|ive|youre|theyre)$")

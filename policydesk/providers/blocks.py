@@ -84,12 +84,20 @@ _PROGRAMS = _note_pattern(PROGRAMS_NOTE, "names")
 _CHOSEN = _note_pattern(CHOSEN_PROGRAM_NOTE, "name")
 
 
-def prompt_programs(prompt: str) -> tuple[tuple[str, ...], str | None]:
-    """The programs a rendered user turn's notes name, and the one the asker chose."""
+_NAMED_PROGRAM = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$")
+
+
+def prompt_programs(prompt: str) -> tuple[dict[str, tuple[str, ...]], str | None]:
+    """The programs a rendered user turn's notes name (with the plan's names for each), and the
+    one the asker chose."""
     notes = prompt.split("<notes>", 1)[1].split("</notes>", 1)[0] if "<notes>" in prompt else ""
     listed = _PROGRAMS.search(notes)
     chosen = _CHOSEN.search(notes)
-    programs = tuple(p.strip() for p in listed.group(1).split(",") if p.strip()) if listed else ()
+    programs: dict[str, tuple[str, ...]] = {}
+    for entry in (listed.group(1).split("; ") if listed else []):
+        m = _NAMED_PROGRAM.match(entry)
+        if m and m.group(1):
+            programs[m.group(1)] = tuple(a.strip() for a in (m.group(2) or "").split(" / ") if a.strip())
     return programs, (chosen.group(1).strip() if chosen else None)
 
 
@@ -109,16 +117,21 @@ def _normal(text: str) -> str:
     return " ".join(_TOKEN.findall(text.lower()))
 
 
-# "(b) Corrected claims. ..." or "2. Expedited appeals: ...": a lettered or numbered subsection
-# whose short title the sentences after it need to be understood.
-_SUBSECTION = re.compile(r"^\s*(?:\(?[a-zA-Z0-9]{1,3}\)|[a-zA-Z0-9]{1,3}[.)])\s+(?P<title>[^.:]{2,80}[.:])(?=\s|$)")
+# "(b) Corrected claims." or "2. Expedited appeals:": a lettered or numbered subsection's own short
+# title, which the sentences after it need to be understood.
+_MARKER = re.compile(r"^\s*(?:\(?[a-zA-Z0-9]{1,3}\)|[a-zA-Z0-9]{1,3}[.)])\s+")
+_TITLE_MAX_WORDS = 10
 _LEAD_IN_MAX_WORDS = 30
+
+
+def _subsection_title(sentence: str) -> bool:
+    return bool(_MARKER.match(sentence)) and sentence.rstrip()[-1:] in ".:" and len(sentence.split()) <= _TITLE_MAX_WORDS + 1
 
 
 def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """Quotable sentences, each with the lead-in it needs: the title of the lettered subsection it
-    sits in (until the next subsection or heading) and the line ending in ':' that introduces its
-    list (until the list ends). Heading lines are left out."""
+    sits in (until the next subsection or heading) and the sentence ending in ':' that introduces
+    its list. Subsections may start mid-line (PDF paragraphs are joined). Headings are left out."""
     names = {_normal(h) for h in headings if h}
     out: list[tuple[str, str]] = []
     subsection, list_lead = "", ""
@@ -128,23 +141,23 @@ def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]
         if _is_heading(line, names):
             subsection = list_lead = ""
             continue
-        sub = _SUBSECTION.match(line)
-        if sub is not None:
-            title = sub.group("title").strip()
-            subsection = " ".join(line[: sub.end()].split()) if len(title.split()) <= 8 else ""
-            list_lead = ""
-        elif not _LIST_MARK.match(line):
+        if not _LIST_MARK.match(line):
             list_lead = ""
         body = _LIST_MARK.sub("", line).strip()
-        lead_in = " ".join(p for p in (subsection, list_lead) if p)
-        said = [s.strip() for s in _SENTENCE_END.split(body) if s.strip()]
-        for sentence in said:
-            if sub is not None and _normal(sentence) == _normal(line[: sub.end()]):
-                continue  # the subsection's own title: it heads the sentences after it
-            needed = lead_in and not sentence.startswith(lead_in) and _normal(sentence) not in _normal(lead_in)
-            out.append((sentence, lead_in if needed else ""))
-        if said and line.rstrip().endswith(":") and word_count(said[-1]) <= _LEAD_IN_MAX_WORDS:
-            list_lead = said[-1]
+        for sentence in (s.strip() for s in _SENTENCE_END.split(body) if s.strip()):
+            if _MARKER.match(sentence):  # a new subsection starts here
+                list_lead = ""
+                if _subsection_title(sentence):
+                    subsection = sentence
+                    continue  # its bare title is not quoted: it heads the sentences after it
+                # an untitled subsection: its opening sentence says what the rest is about
+                subsection = sentence if word_count(sentence) <= _LEAD_IN_MAX_WORDS else ""
+                out.append((sentence, ""))
+                continue
+            lead_in = " ".join(p for p in (subsection, list_lead) if p)
+            out.append((sentence, lead_in))
+            if sentence.endswith(":") and word_count(sentence) <= _LEAD_IN_MAX_WORDS:
+                list_lead = sentence
     return out
 
 

@@ -14,12 +14,14 @@ than answered with a neighbour.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
-from policydesk.answerability import Ask, Passage, fit, names_source
+from policydesk.answerability import Ask, Passage, Programs, fit, names_source
 from policydesk.providers.blocks import SourceBlock, looks_injected, passages, terms, word_count
 from policydesk.providers.local import VectorCache
 
@@ -42,6 +44,15 @@ MAX_SENTENCES = 4
 # Per side or program a sentence names explicitly that the question asked for: the specific rule
 # ("corrected claims must ...") before the general one it qualifies.
 SPECIFIC_BONUS = 0.05
+# Per question word found in few of the passages in play (at most DISTINCT_SHARE of them) that the
+# sentence has: the exception asked about ("retroactive", "other insurance") over the general rule.
+DISTINCT_BONUS = 0.04
+DISTINCT_SHARE = 0.25
+DISTINCT_MAX = 2
+# A sentence that has a code or number the question gives ("95810", "E0260", "CMS-1500").
+CODE_BONUS = 0.10
+_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}\b")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
 # The source whose title the question names ("the CHIP bulletin") over a closer-scoring other one.
 NAMED_SOURCE_BONUS = 0.05
 # A wiki page or note sentence that says what a policy sentence says (cosine of the plain
@@ -106,6 +117,31 @@ def question_parts(question: str) -> list[str]:
     return parts or [question]
 
 
+_ACRONYM = re.compile(r"\b[A-Z]{2,5}s?\b")
+_RUN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+
+
+def expand_abbreviations(question: str, texts: list[str]) -> str:
+    """The question with each capitalised abbreviation followed by the words it stands for in the
+    sources ("PA" -> "PA (prior authorization)"), when the sources spell it out: the embedding
+    model does not know a plan's abbreviations, the sources do."""
+    found = {m.group(0).rstrip("s") for m in _ACRONYM.finditer(question)}
+    if not found:
+        return question
+    counts: dict[str, Counter] = {a: Counter() for a in found}
+    for text in texts:
+        words = _RUN_WORD.findall(text)
+        for i in range(len(words)):
+            for a in found:
+                run = words[i:i + len(a)]
+                if len(run) == len(a) and "".join(w[0] for w in run).upper() == a and any(len(w) > 3 for w in run):
+                    counts[a][" ".join(w.lower() for w in run)] += 1
+    for a, runs in counts.items():
+        if runs:
+            question = re.sub(rf"\b{a}s?\b", lambda m: f"{m.group(0)} ({runs.most_common(1)[0][0]})", question, count=1)
+    return question
+
+
 def states_value(sentence: str) -> bool:
     return bool(_VALUE.search(sentence))
 
@@ -124,7 +160,7 @@ class SentenceChooser:
     def _vectors(self, texts: list[str]) -> list[np.ndarray]:
         return [_unit(v) for v in self._cache.embed(texts)]
 
-    def choose(self, question: str, blocks: list[SourceBlock], programs: tuple[str, ...] = (),
+    def choose(self, question: str, blocks: list[SourceBlock], programs: Programs | Sequence[str] = (),
                chosen_program: str | None = None) -> list[Candidate]:
         """The sentences to quote, in answer order: per question part its best, then close other policies."""
         quotable = [(b, s, text, lead) for b, block in enumerate(blocks)
@@ -132,17 +168,24 @@ class SentenceChooser:
                     if word_count(text) >= 3 and not looks_injected(text)]
         if not quotable:
             return []
-        vectors = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text, _ in quotable])
+        # Each sentence under its heading, and, where it has one, with its lead-in too ("(c) Family
+        # Care (Medicaid). Harborline decides ..."): the closer reading counts.
+        plain = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text, _ in quotable])
+        led = [(i, f"{blocks[b].heading}: {lead} {text}") for i, (b, _, text, lead) in enumerate(quotable) if lead]
+        vectors = [[v] for v in plain]
+        for (i, _), v in zip(led, self._vectors([t for _, t in led]), strict=True):
+            vectors[i].append(v)
         whole = Ask.of(question, programs, chosen_program)
         titles = {block.doc: block.title for block in blocks}
         named = {doc for doc, title in titles.items()
                  if names_source(question, title, [t for d, t in titles.items() if d != doc])}
         chosen: list[Candidate] = []
+        texts = [f"{b.title} {b.section} {b.text}" for b in blocks]
         for part in question_parts(question):
             part_ask = Ask.of(part, programs, chosen_program)
             ask = Ask(kind=part_ask.kind, sides=part_ask.sides, programs=part_ask.programs | whole.programs,
                       known_programs=whole.known_programs)
-            ranked = self._rank(part, blocks, quotable, vectors, ask, named)
+            ranked = self._rank(expand_abbreviations(part, texts), blocks, quotable, vectors, ask, named)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
                 continue
             best = self._binding(ranked, blocks)
@@ -178,20 +221,26 @@ class SentenceChooser:
         """The sentences that meet the part's ask, best first."""
         q = _unit(self._model.get_query_embedding(part))
         wanted = terms(part)
+        codes = {c.lower() for c in _CODE.findall(part) if not _YEAR.match(c)}
         wants_value = bool(_ASKS_FOR_VALUE.search(part))
         fits = [fit(ask, Passage(sentence=text, lead_in=lead, heading=blocks[b].heading, products=blocks[b].products))
                 for b, _, text, lead in quotable]
         contested = set().union(*(f.contests for f in fits))
+        scoped_terms = [terms(f"{blocks[b].heading} {lead} {text}") for b, _, text, lead in quotable]
+        distinct = {t for t in wanted if 0 < sum(t in st for st in scoped_terms) <= DISTINCT_SHARE * len(quotable)}
         ranked = []
-        for (b, s, text, lead), vector, verdict in zip(quotable, vectors, fits, strict=True):
+        for (b, s, text, lead), vector, verdict, scoped in zip(quotable, vectors, fits, scoped_terms, strict=True):
             block = blocks[b]
             if not verdict.meets:
                 continue
-            similarity = float(np.dot(q, vector))
-            overlap = len(wanted & terms(f"{block.heading} {lead} {text}")) / len(wanted) if wanted else 0.0
+            similarity = max(float(np.dot(q, v)) for v in vector)
+            overlap = len(wanted & scoped) / len(wanted) if wanted else 0.0
             score = similarity + LEXICAL_WEIGHT * overlap + TYPE_BONUS.get(block.type, 0.0)
             score += SPECIFIC_BONUS * verdict.preference(contested) + (NAMED_SOURCE_BONUS if block.doc in named else 0.0)
             if wants_value and states_value(text):
                 score += VALUE_BONUS
+            if codes and codes & {c.lower() for c in _CODE.findall(f"{block.heading} {lead} {text}")}:
+                score += CODE_BONUS
+            score += DISTINCT_BONUS * min(DISTINCT_MAX, len(distinct & scoped))
             ranked.append(Candidate(b, s, text, similarity, score, lead))
         return sorted(ranked, key=lambda c: (-c.score, c.block_index, c.sentence_index))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
@@ -87,9 +87,11 @@ PROGRAMS_NOTE = "Lines of business the plan's sources name: {names}."
 CHOSEN_PROGRAM_NOTE = "The staff member chose the line of business {name}; answer for it."
 
 
-def program_notes(programs: Sequence[str], chosen: str | None) -> list[str]:
-    """The notes that tell the model which programs exist and which one the asker chose."""
-    notes = [PROGRAMS_NOTE.format(names=", ".join(programs))] if programs else []
+def program_notes(programs: Mapping[str, Sequence[str]], chosen: str | None) -> list[str]:
+    """The notes that tell the model which programs exist (with the plan's names for each:
+    "medicaid (Harborline Family Care)") and which one the asker chose."""
+    names = "; ".join(f"{p} ({' / '.join(a)})" if a else p for p, a in programs.items())
+    notes = [PROGRAMS_NOTE.format(names=names)] if programs else []
     return notes + ([CHOSEN_PROGRAM_NOTE.format(name=chosen)] if chosen else [])
 
 
