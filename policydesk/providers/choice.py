@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -183,8 +183,7 @@ class SentenceChooser:
         texts = [f"{b.title} {b.section} {b.text}" for b in blocks]
         for part in question_parts(question):
             part_ask = Ask.of(part, programs, chosen_program)
-            ask = Ask(kind=part_ask.kind, sides=part_ask.sides, programs=part_ask.programs | whole.programs,
-                      known_programs=whole.known_programs)
+            ask = replace(part_ask, programs=part_ask.programs | whole.programs)
             ranked = self._rank(expand_abbreviations(part, texts), blocks, quotable, vectors, ask, named)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
                 continue

@@ -10,7 +10,7 @@ Otherwise the pipeline abstains with `not_answered` and shows nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llama_index.core.schema import NodeWithScore
 
@@ -49,8 +49,7 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
     unmet: list[str] = []
     for part in question_parts(question):
         ask = Ask.of(part, programs, chosen_program)
-        ask = Ask(kind=ask.kind, sides=ask.sides, programs=ask.programs | whole.programs,
-                  known_programs=whole.known_programs)
+        ask = replace(ask, programs=ask.programs | whole.programs)
         for claim in answer.claims:
             node = next((nodes[c] for c in claim.citations if c in nodes), None)
             verdict = fit(ask, passage_of(claim.text, node))
