@@ -305,7 +305,7 @@ class AskPipeline:
             return
         notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
             w.message for w in report.conflict_warnings]
-        outcome = self.synthesizer.synthesize(question, nodes, notes)
+        outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
         result.model = outcome.model
         draft.attempts = outcome.attempts
         draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)
