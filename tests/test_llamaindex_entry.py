@@ -128,6 +128,10 @@ def test_query_engine_on_the_configured_database(configured):
         refused = engine.query(ID_QUESTION)
         tool = QueryEngineTool.from_defaults(engine, name="policydesk", description="Plan policy answers.")
         via_tool = tool.call(ID_QUESTION)
+        default_tool = engine.as_tool()
+        answered_by_default_tool = default_tool.call(TF_QUESTION)
+    assert default_tool.metadata.name == "policydesk" and "member" in default_tool.metadata.description
+    assert "90 days" in answered_by_default_tool.content
     assert "90 days" in answer.response and 2 in versions(answer.source_nodes, "POL-TF")
     assert refused.metadata["refused"] and refused.source_nodes == []
     assert via_tool.raw_output.metadata["refused"] and via_tool.raw_output.source_nodes == []

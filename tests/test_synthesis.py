@@ -356,3 +356,12 @@ def test_drops_into_a_retriever_query_engine():
     assert f"response_synthesizer:{PROMPT_KEY}" in engine.get_prompts()
     response = engine.query(QUESTION)
     assert response.response == "Providers have 90 days." and response.source_nodes[0].node.node_id == V2_ID
+
+
+def test_additional_source_nodes_follow_the_cited_ones_and_are_never_cited():
+    extra = chunk(WIKI_ID, "Tip: file early.", source_type="wiki", title="Claims tips", section="Tips")
+    synthesizer, llm = synth(reply((V2_TEXT, [V2_ID])))
+    response = synthesizer.synthesize(QUESTION, [v2()], additional_source_nodes=[extra])
+    assert [n.node.node_id for n in response.source_nodes] == [V2_ID, WIKI_ID]
+    assert [c["chunk_id"] for c in response.metadata["citations"]] == [V2_ID]
+    assert "file early" not in llm.prompts[0]  # additional nodes are not context

@@ -25,15 +25,16 @@ from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.tools import QueryEngineTool
 
 from policydesk.answer import AskRequest, AskResult, Citation
 from policydesk.entry.configured import entered_dates, open_configured, user_clearance
 from policydesk.pipeline import AskPipeline, build_pipeline
 
 DEFAULT_TOOL_DESCRIPTION = (
-    "Answers questions about the health plan's written policies (filing limits, appeal windows, "
-    "authorization rules) with the version in force and citations. Pass the question as plain text. "
-    "It refuses member-specific questions (member ids, claim decisions): do not send member data.")
+    "Answers questions about the health plan's written policies with the rule in force, the version it "
+    "comes from and citations. Pass the question as plain text. It refuses member-specific questions "
+    "(member identifiers, claim decisions): never send member data.")
 
 
 def citation_node(citation: Citation) -> NodeWithScore:
@@ -72,7 +73,13 @@ class PolicyDeskQueryEngine(BaseQueryEngine):
         return self._pipeline
 
     def _get_prompt_modules(self) -> PromptMixinType:
+        # The pipeline's own synthesizer: updating its prompt changes it for every engine (and
+        # any server) sharing this pipeline.
         return {"response_synthesizer": self._pipeline.synthesizer}
+
+    def as_tool(self, name: str = "policydesk", description: str = DEFAULT_TOOL_DESCRIPTION) -> QueryEngineTool:
+        """This engine as a `QueryEngineTool` for an agent."""
+        return QueryEngineTool.from_defaults(self, name=name, description=description)
 
     def _ask(self, query_bundle: QueryBundle) -> Response:
         result = self._pipeline.ask(AskRequest(user_name=self.user, question=query_bundle.query_str,
