@@ -63,7 +63,8 @@ class RequestStack:
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
                                          text_candidates=settings.TEXT_CANDIDATES,
                                          concurrent_arms=settings.CONCURRENT_ARMS, extra_arms=extra)
-        self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors] + list(postprocessors)
+        self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors]
+        self.postprocessors += list(postprocessors)
         self.built_in = {DENSE_ARM, TEXT_ARM}
         self.components: dict[str, dict[str, Any]] = {}  # name -> what it did, summed over question parts
         self.dropped: list[dict[str, str]] = []

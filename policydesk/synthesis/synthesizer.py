@@ -40,7 +40,13 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from pydantic import ValidationError
 
 from policydesk.synthesis.outcome import SynthesisOutcome
-from policydesk.synthesis.prompt import SYSTEM_PROMPT, build_retry_message, checked_prompt, cited_answer_prompt, prompt_variables
+from policydesk.synthesis.prompt import (
+    SYSTEM_PROMPT,
+    build_retry_message,
+    checked_prompt,
+    cited_answer_prompt,
+    prompt_variables,
+)
 from policydesk.synthesis.response import cited_response
 from policydesk.synthesis.schema import ModelAnswer
 
