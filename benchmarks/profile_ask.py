@@ -103,7 +103,7 @@ SPANS = [
     ("policydesk.postprocessors.versions", "VersionResolver._postprocess_nodes"),
     ("policydesk.postprocessors.conflicts", "ConflictFlagger._postprocess_nodes"),
     ("policydesk.extensions.stack", "RequestStack.finish"),
-    ("policydesk.synthesis.synthesizer", "CitedAnswerSynthesizer.synthesize"),
+    ("policydesk.synthesis.synthesizer", "CitedAnswerSynthesizer.synthesize_outcome"),
     ("policydesk.pipeline", "check_draft"),
     ("policydesk.pipeline", "stale_source_warnings"),
     ("policydesk.pipeline", "AskPipeline._answer_what_changed"),

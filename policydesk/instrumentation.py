@@ -35,6 +35,8 @@ SPAN_STAGES = {
     "ClearanceGuard._postprocess_nodes": "clearance_guard",
     "CitedAnswerSynthesizer.synthesize": "synthesis",
     "CitedAnswerSynthesizer.asynthesize": "synthesis",
+    "CitedAnswerSynthesizer.synthesize_outcome": "synthesis",
+    "CitedAnswerSynthesizer.asynthesize_outcome": "synthesis",
 }
 
 

@@ -317,7 +317,7 @@ class AskPipeline:
         programs = program_names(vocabulary.labels, products) if vocabulary else dict.fromkeys(products, ())
         notes = date_notes({b: d.isoformat() for b, d in dates.items()}) + [
             w.message for w in report.conflict_warnings] + program_notes(programs, result.line_of_business)
-        outcome = self.synthesizer.synthesize(question, nodes, notes)
+        outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
         result.model = outcome.model
         draft.attempts = outcome.attempts
         draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)

@@ -98,7 +98,7 @@ def test_question_cannot_smuggle_a_source_block():
 
 
 def test_passes_the_synthesizer_validation_end_to_end():
-    outcome = CitedAnswerSynthesizer(llm=ExtractiveAnswerer()).synthesize(QUESTION, [v2(), v1()])
+    outcome = CitedAnswerSynthesizer(llm=ExtractiveAnswerer()).synthesize_outcome(QUESTION, [v2(), v1()])
     assert outcome.answer is not None and outcome.model == EXTRACTIVE_MODEL_NAME
     assert len(outcome.attempts) == 1
 

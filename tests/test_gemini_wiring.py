@@ -86,7 +86,7 @@ def synthesizer(settings: Settings, stub: StubGemini) -> CitedAnswerSynthesizer:
 def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instruction(settings):
     stub = StubGemini(gemini_reply(GOOD))
     notes = ["Version resolved for date of service 2026-02-01"]
-    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()], notes)
+    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()], notes)
     assert outcome.answer is not None and outcome.model == "gemini-2.5-flash"
     assert len(stub.requests) == 1
     request = stub.requests[0]
@@ -107,7 +107,7 @@ def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instructio
 
 def test_timeout_setting_reaches_each_request(settings):
     stub = StubGemini(gemini_reply(GOOD))
-    synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
     request = stub.requests[0]
     assert request.extensions["timeout"]["read"] == 7.0
     assert request.headers["x-server-timeout"] == "7"
@@ -115,7 +115,7 @@ def test_timeout_setting_reaches_each_request(settings):
 
 def test_malformed_reply_takes_the_retry_path_then_fails_closed(settings):
     stub = StubGemini(gemini_reply("The limit is 90 days."), gemini_reply("still not json"))
-    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
     assert len(stub.requests) == 2 and len(outcome.attempts) == 2
     assert outcome.answer is None
     assert outcome.abstain_reason == (
@@ -129,7 +129,7 @@ def test_malformed_reply_takes_the_retry_path_then_fails_closed(settings):
 
 def test_read_timeout_fails_closed_at_once(settings):
     stub = StubGemini(httpx.ReadTimeout, gemini_reply(GOOD))
-    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
     assert outcome.answer is None and outcome.abstain_reason == TIMEOUT_REASON
     assert len(stub.requests) == 1 and outcome.attempts[0]["error"].startswith("ReadTimeout")
 
@@ -138,13 +138,13 @@ def test_quota_error_is_retried_with_backoff_then_answers(settings):
     # Regression: GoogleGenAI's own retry compares ClientError.status ("RESOURCE_EXHAUSTED")
     # with 429, so it never retried quota errors.
     stub = StubGemini(quota_exhausted(), gemini_reply(GOOD))
-    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
     assert outcome.answer is not None and len(stub.requests) == 2
 
 
 def test_quota_still_exhausted_after_retries_fails_closed(settings):
     stub = StubGemini(*(quota_exhausted() for _ in range(settings.PROVIDER_MAX_RETRIES + 1)))
-    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
     assert len(stub.requests) == settings.PROVIDER_MAX_RETRIES + 1
     assert outcome.answer is None
     assert outcome.abstain_reason == (
@@ -154,7 +154,7 @@ def test_quota_still_exhausted_after_retries_fails_closed(settings):
 
 def test_cost_is_computed_from_usage_metadata(settings):
     stub = StubGemini(gemini_reply(GOOD, prompt_tokens=1200, candidates=250, thoughts=50))
-    outcome = synthesizer(settings, stub).synthesize(QUESTION, [v2()])
+    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
     assert (outcome.tokens_in, outcome.tokens_out) == (1200, 300)  # thinking tokens bill as output
     assert cost_usd(outcome.tokens_in, outcome.tokens_out, settings) == pytest.approx(
         1200 * 0.30 / 1e6 + 300 * 2.50 / 1e6
@@ -172,7 +172,7 @@ def test_async_path_uses_the_same_wiring(settings):
 
     llm = gemini_llm(settings, httpx_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
                      backoff_seconds=0)
-    outcome = asyncio.run(CitedAnswerSynthesizer(llm=llm).asynthesize(QUESTION, [v2()]))
+    outcome = asyncio.run(CitedAnswerSynthesizer(llm=llm).asynthesize_outcome(QUESTION, [v2()]))
     assert outcome.answer is not None and len(stub.requests) == 2
     assert stub.body(0)["generationConfig"]["responseMimeType"] == "application/json"
 

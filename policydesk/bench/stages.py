@@ -185,7 +185,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
             _, t_naive = timed(lambda: naive.retrieve(QueryBundle(q.text, embedding=emb)))
         t_synth = None
         if nodes:
-            _, t_synth = timed(lambda: synthesizer.synthesize(q.text, nodes, []))
+            _, t_synth = timed(lambda: synthesizer.synthesize_outcome(q.text, nodes, []))
         row = dict(id=uuid.uuid4(), kind="eval", user_name=users[q.role], user_role=q.role,
                    permitted_levels=list(clearance.levels), sensitive_cleared=clearance.sensitive,
                    question=q.text, chunk_ids=[n.node.node_id for n in nodes], status="ok")

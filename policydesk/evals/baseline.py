@@ -60,7 +60,7 @@ class NaiveBaseline:
         out.best_similarity = max((n.score or 0.0 for n in nodes), default=None)
         notes = date_notes(dates)
         out.prompts = [render_user_turn(question, nodes, notes)]
-        outcome = self.synthesizer.synthesize(question, nodes, notes)
+        outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
         if outcome.answer is None or not outcome.answer.answerable:
             out.abstain_reason = outcome.abstain_reason or "not answerable"
             return out

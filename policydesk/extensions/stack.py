@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk import metrics
@@ -45,7 +46,9 @@ BUILT_IN_POSTPROCESSORS = "version_resolver"
 
 class RequestStack:
     def __init__(self, extensions: Extensions, *, db, store, embed_model, settings, clearance: Clearance,
-                 dates: dict[str, date], today: date) -> None:
+                 dates: dict[str, date], today: date,
+                 postprocessors: Sequence[tuple[str, BaseNodePostprocessor]] = ()) -> None:
+        """`postprocessors`: (name, instance) pairs run after the registered ones, guarded alike."""
         install_instrumentation()  # the retrieval summary arrives as an event
         self.clearance = clearance
         self.context = ComponentContext(clearance=clearance, dates=dict(dates), today=today, top_k=settings.TOP_K,
@@ -61,6 +64,7 @@ class RequestStack:
                                          text_candidates=settings.TEXT_CANDIDATES,
                                          concurrent_arms=settings.CONCURRENT_ARMS, extra_arms=extra)
         self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors]
+        self.postprocessors += list(postprocessors)
         self.built_in = {DENSE_ARM, TEXT_ARM}
         self.components: dict[str, dict[str, Any]] = {}  # name -> what it did, summed over question parts
         self.dropped: list[dict[str, str]] = []

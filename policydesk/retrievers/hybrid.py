@@ -80,6 +80,10 @@ class HybridRetrievalEvent(BaseEvent):
 
 
 class HybridRetriever(BaseRetriever):
+    """The bare arms, fused (also exported as `HybridArmsRetriever`): the predicate and RLS in every
+    statement, but no clearance guard and no version resolution, so every version of a policy that
+    matches comes back. `policydesk.PolicyRetriever` is the one to compose answers with."""
+
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
                  extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = False,

@@ -6,9 +6,12 @@ The answerers themselves (Gemini, the offline extractive one) are providers: `po
 from policydesk.synthesis.postflight import PostflightVerdict, check_draft, combine
 from policydesk.synthesis.prompt import SYSTEM_PROMPT, build_messages, render_user_turn
 from policydesk.synthesis.schema import ModelAnswer
-from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer, SynthesisOutcome
+from policydesk.synthesis.outcome import SynthesisOutcome
+from policydesk.synthesis.response import cited_response
+from policydesk.synthesis.synthesizer import PROMPT_KEY, CitedAnswerSynthesizer
 
 __all__ = [
+    "PROMPT_KEY",
     "SYSTEM_PROMPT",
     "CitedAnswerSynthesizer",
     "ModelAnswer",
@@ -16,6 +19,7 @@ __all__ = [
     "SynthesisOutcome",
     "build_messages",
     "check_draft",
+    "cited_response",
     "combine",
     "render_user_turn",
 ]

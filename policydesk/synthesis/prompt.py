@@ -4,6 +4,12 @@ Source text never goes into the system message. Each source sits in its own
 delimited block in the user turn; any text that could open or close a block
 (in a source, a note or the question) is escaped, so a document cannot end its
 own block and pose as instructions or as another source.
+
+The two messages are one LlamaIndex `ChatPromptTemplate` (`CITED_ANSWER_PROMPT`), so a
+synthesizer's prompt can be read and swapped through `get_prompts` / `update_prompts`. The
+template only places blocks this module renders and escapes (`{sources}`, `{notes}`,
+`{question}`); `checked_prompt` refuses a template that puts any of them in the system message
+or leaves the sources or the question out of the user turn.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.prompts import BasePromptTemplate, ChatPromptTemplate, PromptTemplate
+from llama_index.core.prompts.utils import get_template_vars
 from llama_index.core.schema import NodeWithScore
 
 from policydesk.versions import Window, basis_label
@@ -117,14 +125,69 @@ def render_source(node: NodeWithScore) -> str:
     return f"<source {rendered}>\n{body}\n</source>"
 
 
-def render_user_turn(question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = ()) -> str:
-    parts = [SOURCES_HEADER, *(render_source(n) for n in nodes)]
+# The user turn: fixed prose around the blocks `prompt_variables` renders.
+USER_TURN_TEMPLATE = SOURCES_HEADER + "\n\n{sources}\n\n{notes}{question}\n\n" + RETURN_JSON_INSTRUCTION
+DATA_VARIABLES = ("sources", "notes", "question")  # rendered and escaped here, never by a template
+REQUIRED_IN_USER_TURN = ("sources", "question")
+
+
+def cited_answer_prompt(system_prompt: str = SYSTEM_PROMPT, user_turn: str = USER_TURN_TEMPLATE) -> ChatPromptTemplate:
+    return ChatPromptTemplate(message_templates=[
+        ChatMessage(role=MessageRole.SYSTEM, content=system_prompt),
+        ChatMessage(role=MessageRole.USER, content=user_turn),
+    ])
+
+
+CITED_ANSWER_PROMPT = cited_answer_prompt()
+
+
+class PromptLayoutError(ValueError):
+    """A prompt template that would move source text out of its delimited blocks in the user turn."""
+
+
+def checked_prompt(template: BasePromptTemplate, system_prompt: str = SYSTEM_PROMPT) -> ChatPromptTemplate:
+    """The template as a chat prompt whose data blocks sit in user turns only.
+
+    A plain `PromptTemplate` is taken as the user turn, behind `system_prompt`. A chat template
+    must place `{sources}` and `{question}` in a user message and no data variable anywhere else.
+    """
+    if isinstance(template, PromptTemplate):
+        template = cited_answer_prompt(system_prompt, template.template)
+    if not isinstance(template, ChatPromptTemplate):
+        raise PromptLayoutError(
+            f"the cited-answer prompt must be a ChatPromptTemplate or a PromptTemplate, not {type(template).__name__}")
+    in_user: set[str] = set()
+    for message in template.message_templates:
+        found = set(get_template_vars(message.content or "")) & set(DATA_VARIABLES)
+        if message.role == MessageRole.USER:
+            in_user |= found
+        elif found:
+            raise PromptLayoutError(
+                f"the {message.role.value} message of the cited-answer prompt uses {{{', '.join(sorted(found))}}}: "
+                "sources, notes and the question go in the user turn only, never in the system message")
+    missing = [v for v in REQUIRED_IN_USER_TURN if v not in in_user]
+    if missing:
+        raise PromptLayoutError(
+            f"the cited-answer prompt has no {', '.join('{' + v + '}' for v in missing)} in a user message: "
+            "the model would answer without its sources or the question")
+    return template
+
+
+def prompt_variables(question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = ()) -> dict[str, str]:
+    """The data blocks, rendered and escaped: every source its own block, the notes, the question."""
+    notes_block = ""
     if notes:
         lines = "\n".join(f"- {escape_data(note.strip())}" for note in notes)
-        parts.append(f"{NOTES_HEADER}\n<notes>\n{lines}\n</notes>")
-    parts.append(f"<question>\n{escape_data(question.strip())}\n</question>")
-    parts.append(RETURN_JSON_INSTRUCTION)
-    return "\n\n".join(parts)
+        notes_block = f"{NOTES_HEADER}\n<notes>\n{lines}\n</notes>\n\n"
+    return {
+        "sources": "\n\n".join(render_source(n) for n in nodes),
+        "notes": notes_block,
+        "question": f"<question>\n{escape_data(question.strip())}\n</question>",
+    }
+
+
+def render_user_turn(question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = ()) -> str:
+    return build_messages(question, nodes, notes)[-1].content or ""
 
 
 def build_messages(
@@ -132,11 +195,10 @@ def build_messages(
     nodes: Sequence[NodeWithScore],
     notes: Sequence[str] = (),
     system_prompt: str = SYSTEM_PROMPT,
+    template: ChatPromptTemplate | None = None,
 ) -> list[ChatMessage]:
-    return [
-        ChatMessage(role=MessageRole.SYSTEM, content=system_prompt),
-        ChatMessage(role=MessageRole.USER, content=render_user_turn(question, nodes, notes)),
-    ]
+    prompt = template or cited_answer_prompt(system_prompt)
+    return prompt.format_messages(**prompt_variables(question, nodes, notes))
 
 
 def build_retry_message(problem: str, allowed_ids: Sequence[str]) -> ChatMessage:

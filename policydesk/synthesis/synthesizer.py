@@ -5,30 +5,52 @@ one: a reply that breaks this is retried once with a message naming the
 offending ids, then the synthesizer fails closed (no answer, a stated reason).
 A provider error or timeout fails closed at once.
 
-Not a `BaseSynthesizer`: its `get_response` sees only chunk text (the ids the
-citations must match are gone) and its `synthesize` returns a `Response`, while
-callers here need the validated `ModelAnswer` and the attempts for the trace.
+A LlamaIndex `BaseSynthesizer`: `synthesize` / `asynthesize` take the query and the
+context nodes (their ids are what citations must match; `notes=` adds PolicyDesk's notes
+about them) and return a `Response` (`synthesis/response.py`), so it drops into a
+`RetrieverQueryEngine`. The pipeline, which needs the validated `ModelAnswer` itself, calls
+`synthesize_outcome` / `asynthesize_outcome`. All four open a span and fire LlamaIndex's
+synthesize start and end events. Its prompt is one `ChatPromptTemplate`
+(`get_prompts()["cited_answer_prompt"]`), swappable through `update_prompts` only in a
+layout that keeps the sources in the user turn (`prompt.checked_prompt`).
 
 The flow is written once, as a generator that yields the messages to send and
-receives the provider's reply; `synthesize` and `asynthesize` only drive it.
+receives the provider's reply; the sync and async entry points only drive it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
-from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field
+from llama_index.core.base.response.schema import Response
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.callbacks.schema import CBEventType, EventPayload
+from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent, SynthesizeStartEvent
 from llama_index.core.llms import LLM
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
+from llama_index.core.response_synthesizers import BaseSynthesizer
+from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from pydantic import ValidationError
 
-from policydesk.synthesis.prompt import SYSTEM_PROMPT, build_messages, build_retry_message
+from policydesk.synthesis.outcome import SynthesisOutcome
+from policydesk.synthesis.prompt import (
+    SYSTEM_PROMPT,
+    build_retry_message,
+    checked_prompt,
+    cited_answer_prompt,
+    prompt_variables,
+)
+from policydesk.synthesis.response import cited_response
 from policydesk.synthesis.schema import ModelAnswer
+
+__all__ = ["CitedAnswerSynthesizer", "SynthesisOutcome", "PROMPT_KEY"]
 
 dispatcher = instrument.get_dispatcher(__name__)
 
@@ -38,23 +60,6 @@ PROVIDER_ERROR_REASON = "The model provider returned an error ({error}); no answ
 MODEL_ABSTAINED_REASON = "The sources in context do not answer this question."
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
-
-
-@dataclass
-class SynthesisOutcome:
-    answer: ModelAnswer | None
-    abstain_reason: str | None
-    attempts: list[dict] = field(default_factory=list)  # raw, error, tokens_in, tokens_out
-    tokens_in: int = 0
-    tokens_out: int = 0
-    model: str = ""
-    # True when the model was asked but no answer survived: provider failure or twice-invalid reply
-    # (not when the context was empty or the model itself said the sources do not answer).
-    failed_closed: bool = False
-
-    @property
-    def answered(self) -> bool:
-        return self.answer is not None
 
 
 @dataclass(frozen=True)
@@ -171,49 +176,111 @@ def token_usage(response: ChatResponse, sent: Sequence[ChatMessage]) -> tuple[in
     return sum(_words(m.content) for m in sent), _words(response.message.content)
 
 
-class CitedAnswerSynthesizer(BaseModel):
+PROMPT_KEY = "cited_answer_prompt"  # its name in get_prompts / update_prompts
+
+
+class CitedAnswerSynthesizer(BaseSynthesizer):
     """Ask the LLM for a `ModelAnswer` over the given nodes; validate; retry once; fail closed."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    def __init__(self, llm: LLM, *, system_prompt: str = SYSTEM_PROMPT, prompt: BasePromptTemplate | None = None,
+                 max_attempts: int = 2, llm_kwargs: dict[str, Any] | None = None,
+                 callback_manager: CallbackManager | None = None) -> None:
+        if not isinstance(llm, LLM):
+            raise TypeError(f"CitedAnswerSynthesizer needs a LlamaIndex LLM, not {type(llm).__name__}")
+        if max_attempts < 1:
+            raise ValueError("max_attempts (the first try plus retries after a rejected reply) must be at least 1")
+        super().__init__(llm=llm, callback_manager=callback_manager)
+        self.max_attempts = max_attempts
+        self.llm_kwargs = dict(llm_kwargs or {})  # extra kwargs for llm.chat
+        self._system_prompt = system_prompt  # behind a plain PromptTemplate given as the user turn
+        self._prompt = checked_prompt(prompt or cited_answer_prompt(system_prompt), system_prompt)
 
-    llm: LLM
-    system_prompt: str = SYSTEM_PROMPT
-    max_attempts: int = Field(default=2, ge=1, description="First try plus retries after a rejected reply.")
-    llm_kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra kwargs for llm.chat.")
+    @property
+    def llm(self) -> LLM:
+        return self._llm
 
     @property
     def model_name(self) -> str:
-        return self.llm.metadata.model_name
+        return self._llm.metadata.model_name
+
+    @property
+    def prompt(self) -> BasePromptTemplate:
+        return self._prompt
+
+    # -- PromptMixin ------------------------------------------------------------------------------
+    def _get_prompts(self) -> PromptDictType:
+        return {PROMPT_KEY: self._prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if PROMPT_KEY in prompts:
+            self._prompt = checked_prompt(prompts[PROMPT_KEY], self._system_prompt)
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    # -- BaseSynthesizer: a Response with the cited nodes ------------------------------------------
+    @dispatcher.span
+    def synthesize(self, query: QueryType, nodes: list[NodeWithScore],
+                   additional_source_nodes: Sequence[NodeWithScore] | None = None, **response_kwargs: Any) -> Response:
+        with self._synthesis(query, nodes, additional_source_nodes, response_kwargs) as (question, notes, done):
+            return done(self._drive(self._flow(question, nodes, notes)))[1]
 
     @dispatcher.span
-    def synthesize(
-        self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = ()
-    ) -> SynthesisOutcome:
-        flow = self._flow(question, nodes, notes)
+    async def asynthesize(self, query: QueryType, nodes: list[NodeWithScore],
+                          additional_source_nodes: Sequence[NodeWithScore] | None = None,
+                          **response_kwargs: Any) -> Response:
+        with self._synthesis(query, nodes, additional_source_nodes, response_kwargs) as (question, notes, done):
+            return done(await self._adrive(self._flow(question, nodes, notes)))[1]
+
+    # -- the pipeline's entry points: the outcome itself -------------------------------------------
+    @dispatcher.span
+    def synthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore],
+                           notes: Sequence[str] = ()) -> SynthesisOutcome:
+        with self._synthesis(question, nodes, None, {"notes": notes}) as (question, notes, done):
+            return done(self._drive(self._flow(question, nodes, notes)))[0]
+
+    @dispatcher.span
+    async def asynthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore],
+                                  notes: Sequence[str] = ()) -> SynthesisOutcome:
+        with self._synthesis(question, nodes, None, {"notes": notes}) as (question, notes, done):
+            return done(await self._adrive(self._flow(question, nodes, notes)))[0]
+
+    def get_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
+        raise NotImplementedError(_TEXT_ONLY)
+
+    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
+        raise NotImplementedError(_TEXT_ONLY)
+
+    @contextmanager
+    def _synthesis(self, query: QueryType, nodes: Sequence[NodeWithScore],
+                   additional: Sequence[NodeWithScore] | None, response_kwargs: dict[str, Any]) -> Iterator[tuple]:
+        """The start event and callback around one synthesis; `done(outcome)` builds the Response
+        and fires the end event, returning (outcome, response)."""
+        unknown = sorted(set(response_kwargs) - {"notes"})
+        if unknown:
+            raise TypeError(f"CitedAnswerSynthesizer.synthesize got unexpected keyword(s): {', '.join(unknown)}")
+        notes = list(response_kwargs.get("notes") or ())
+        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
+        dispatcher.event(SynthesizeStartEvent(query=bundle))
+        with self._callback_manager.event(CBEventType.SYNTHESIZE,
+                                          payload={EventPayload.QUERY_STR: bundle.query_str}) as event:
+            def done(outcome: SynthesisOutcome) -> tuple[SynthesisOutcome, Response]:
+                response = cited_response(outcome, nodes, additional)
+                event.on_end(payload={EventPayload.RESPONSE: response})
+                dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
+                return outcome, response
+
+            yield bundle.query_str, notes, done
+
+    # -- one flow, two drivers --------------------------------------------------------------------
+    def _drive(self, flow: Generator[list[ChatMessage], _Reply, SynthesisOutcome]) -> SynthesisOutcome:
+        return _run(flow, lambda messages: _Reply(response=self._llm.chat(messages, **self.llm_kwargs)))
+
+    async def _adrive(self, flow: Generator[list[ChatMessage], _Reply, SynthesisOutcome]) -> SynthesisOutcome:
         try:
             messages = next(flow)
             while True:
-                try:
-                    reply = _Reply(response=self.llm.chat(messages, **self.llm_kwargs))
-                except Exception as exc:  # any provider failure fails closed
-                    reply = _Reply(error=exc)
-                messages = flow.send(reply)
-        except StopIteration as done:
-            return done.value
-
-    @dispatcher.span
-    async def asynthesize(
-        self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = ()
-    ) -> SynthesisOutcome:
-        flow = self._flow(question, nodes, notes)
-        try:
-            messages = next(flow)
-            while True:
-                try:
-                    reply = _Reply(response=await self.llm.achat(messages, **self.llm_kwargs))
-                except Exception as exc:  # any provider failure fails closed
-                    reply = _Reply(error=exc)
-                messages = flow.send(reply)
+                messages = flow.send(await _areply(lambda: self._llm.achat(messages, **self.llm_kwargs)))
         except StopIteration as done:
             return done.value
 
@@ -236,7 +303,7 @@ class CitedAnswerSynthesizer(BaseModel):
         if not nodes:
             return outcome(None, NO_CONTEXT_REASON)
         allowed = list(dict.fromkeys(n.node.node_id for n in nodes))
-        messages = build_messages(question, nodes, notes, self.system_prompt)
+        messages = self._prompt.format_messages(**prompt_variables(question, nodes, notes))
         problems: list[Problem] = []
         for _ in range(self.max_attempts):
             reply = yield messages
@@ -266,3 +333,28 @@ class CitedAnswerSynthesizer(BaseModel):
                 build_retry_message(problem.detail, allowed),
             ]
         return outcome(None, fail_closed_reason(problems), failed=True)
+
+
+_TEXT_ONLY = ("CitedAnswerSynthesizer answers over nodes, not bare text chunks: citations must name the id of a "
+              "node in context. Call synthesize(query, nodes).")
+
+
+def _run(flow: Generator[list[ChatMessage], _Reply, SynthesisOutcome],
+         ask: Callable[[list[ChatMessage]], _Reply]) -> SynthesisOutcome:
+    try:
+        messages = next(flow)
+        while True:
+            try:
+                reply = ask(messages)
+            except Exception as exc:  # any provider failure fails closed
+                reply = _Reply(error=exc)
+            messages = flow.send(reply)
+    except StopIteration as done:
+        return done.value
+
+
+async def _areply(call: Callable[[], Awaitable[ChatResponse]]) -> _Reply:
+    try:
+        return _Reply(response=await call())
+    except Exception as exc:  # any provider failure fails closed
+        return _Reply(error=exc)

@@ -1,0 +1,61 @@
+"""The configured database for an in-process entry point, opened the way `ask` and `serve` open it."""
+
+from __future__ import annotations
+
+from datetime import date
+from collections.abc import Mapping
+
+from sqlalchemy.orm import Session
+
+from policydesk.access import Clearance, clearance_for
+from policydesk.dates import DateInputError, check_date_order, parse_input_date
+from policydesk.products import checked_product
+from policydesk.storage.engine import Database
+from policydesk.users import get_active_user
+from policydesk.versions import BASIS_KEYS, basis_label
+
+
+class EntryError(ValueError):
+    """An entry point that can't be built for this caller: unknown user, bad date, unknown product."""
+
+
+def open_configured(settings) -> Database:
+    """The migrated configured database, refused (`InsecureStartError`) unless every security layer is on."""
+    from policydesk.runtime import open_migrated
+    from policydesk.storage.security import check_secure_start
+
+    db = open_migrated(settings)
+    try:
+        check_secure_start(db, settings)
+    except Exception:
+        db.dispose()
+        raise
+    return db
+
+
+def entered_dates(dates: Mapping[str, date | str | None] | None) -> dict[str, date]:
+    """The entered dates by basis, parsed and ordered as the pipeline checks them; a bad one raises."""
+    dates = dict(dates or {})
+    unknown = sorted(set(dates) - set(BASIS_KEYS))
+    if unknown:
+        raise EntryError(f"unknown date field(s): {', '.join(unknown)}; expected {', '.join(BASIS_KEYS)}")
+    try:
+        parsed = {b: parse_input_date(dates.get(b), basis_label(b)) for b in BASIS_KEYS}
+        check_date_order(parsed["date_of_service"], parsed["denial_notice_date"])
+    except DateInputError as exc:
+        raise EntryError(str(exc)) from None
+    return {b: d for b, d in parsed.items() if d is not None}
+
+
+def user_clearance(db: Database, user: str, line_of_business: str | None = None) -> Clearance:
+    """The active user's clearance as stored now, limited to a product when one is named."""
+    with Session(db.app) as session:
+        found = get_active_user(session, name=user)
+        role = found.role if found is not None else None
+    if role is None:
+        raise EntryError(f"unknown user {user!r} (or disabled)")
+    clearance = clearance_for(role)
+    try:
+        return clearance.for_product(checked_product(db, clearance, line_of_business))
+    except ValueError as exc:  # UnknownLineOfBusiness names the products the caller may choose
+        raise EntryError(str(exc)) from None

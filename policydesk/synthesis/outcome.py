@@ -1,0 +1,24 @@
+"""What one synthesis produced: the validated answer or the reason there is none, and every attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from policydesk.synthesis.schema import ModelAnswer
+
+
+@dataclass
+class SynthesisOutcome:
+    answer: ModelAnswer | None
+    abstain_reason: str | None
+    attempts: list[dict] = field(default_factory=list)  # raw, error, tokens_in, tokens_out
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model: str = ""
+    # True when the model was asked but no answer survived: provider failure or twice-invalid reply
+    # (not when the context was empty or the model itself said the sources do not answer).
+    failed_closed: bool = False
+
+    @property
+    def answered(self) -> bool:
+        return self.answer is not None
