@@ -318,7 +318,7 @@ class AskPipeline:
             self._abstain(result, outcome.abstain_reason or "The sources do not contain the answer.",
                           "failed_closed" if outcome.failed_closed else "not_in_sources")
             return
-        verdict = check_draft(outcome.answer, result.context_ids)
+        verdict = check_draft(outcome.answer, result.context_ids, [n.node.get_content() for n in nodes])
         action = combine("allow", verdict.action)
         if action == "refuse":
             self._refuse(result, "postflight", "The drafted answer was withheld: " + "; ".join(verdict.reasons))

@@ -7,7 +7,9 @@ import hashlib
 import subprocess
 import sys
 
-from policydesk.evals.plan_lines import DATA_DIR, evaluate_lines, load_lines, split_of
+from policydesk.evals.plan_lines import DATA_DIR, evaluate_lines, format_lines_report, load_lines, split_of
+
+REPO = DATA_DIR.parents[2]
 
 # Recorded in the commit that created tests/data/plan_lines/test.yaml, before any tuning. Changing
 # the file fails here: new lines go to dev (when their hash says dev) or to a new file.
@@ -32,3 +34,18 @@ def test_both_splits_mix_plan_lines_with_member_identifiers_of_the_same_shapes()
         member = {line.shape for line in lines if line.label == "member"}
         assert {"phone", "fax", "address", "npi_tin", "form", "regulation", "code", "bulletin"} <= plan, split
         assert {"phone", "member_id", "address"} <= member, split
+
+
+def test_the_script_prints_the_figures_the_evaluation_computes():
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "plan_lines.py"), "--split", "dev", "--split", "test"],
+                         capture_output=True, text=True, timeout=300, check=True)
+    for split in ("dev", "test"):
+        assert format_lines_report(evaluate_lines(load_lines(split)), f"== {split}") in out.stdout
+
+
+def test_ingest_screening_refuses_member_lines_and_passes_the_plans_own_lines():
+    # Targets (docs/ingest.md), not recorded results: the figures themselves are printed by the script.
+    for split in ("dev", "test"):
+        report = evaluate_lines(load_lines(split))
+        assert report.recall >= 0.95, (split, [m.text for m in report.misses])
+        assert report.plan_pass_rate >= 0.90, (split, [m.text for m in report.misses])
