@@ -511,3 +511,14 @@ def test_plan_numbers_in_a_question_are_not_member_identifiers(text):
 ])
 def test_the_same_shapes_given_to_a_member_are_found(text, kind):
     assert kind in find_member_identifiers(text, plan_patterns=())
+
+
+def test_an_unlabelled_number_in_a_directory_row_is_an_npi_only_with_a_valid_check_digit():
+    from policydesk.detectors.attribution import npi_check_digit_ok
+
+    assert npi_check_digit_ok("1234567893") and not npi_check_digit_ok("1234567890")  # CMS's example NPI
+    row = "Ana Ruiz, MD | Family Medicine | {} | accepting new patients"
+    assert "member_id" not in find_member_identifiers(row.format("1861472391"), plan_patterns=())
+    assert "member_id" in find_member_identifiers(row.format("1861472392"), plan_patterns=())
+    # In a call note's line, a person named next to it makes it theirs, check digit or not.
+    assert "member_id" in find_member_identifiers("Member | Ana Ruiz | 1861472391 | DOB on file", plan_patterns=())

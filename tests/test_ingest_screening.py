@@ -95,6 +95,7 @@ def test_the_plans_own_lines_in_a_call_note_ingest(line):
     ("Member's mailing address: P.O. Box 88, Bath, ME 04530.", "street_address"),
     ("Member moved to 22 Front St, Bath, ME 04530 last month.", "street_address"),
     ("Member ID 1861472391 per the card.", "member_id"),  # an NPI's shape, named a member's
+    ("Northside Clinic called about 5551234567; they had the wrong plan.", "member_id"),  # an office, no phone line
 ])
 def test_member_identifiers_in_plan_shapes_are_refused_in_a_call_note(line, kind):
     assert ("line 5", kind) in _screen(f"Call note - Contacts\n\nThe member called.\n\n{line}\n", "call_note")

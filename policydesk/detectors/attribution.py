@@ -104,6 +104,7 @@ _ORG_ID_LABEL = re.compile(
     r"\b(?:payer|provider|submitter|vendor|clearinghouse|pharmacy|facility|billing|rendering|referring|ordering|"
     r"attending|servicing|taxonomy|contract|employer|ncpdp|tin|ein|tax)(?:'s)?\s+(?:id(?:entifier)?|number|no\.?|#)"
     r"(?:\s*(?:is|:|,|\(|e\.g\.|for\s+example|such\s+as))*\s*$", _I)
+_PHONE_LINE_WORD = re.compile(r"\b(?:fax|phone|telephone|tel|lines?|hotline|helpline|tty|tdd|ivr|switchboard)\b", _I)
 _NPI_WORD = re.compile(r"\bNPIs?\b", _I)
 _PROVIDER_WORD = re.compile(
     r"\b(?:MD|DO|NP|PA-C|DDS|DMD|DPM|OD|LCSW|LPC|RN|clinic|hospital|practice|associates|group|pediatrics|medicine|"
@@ -123,7 +124,8 @@ def npi_check_digit_ok(digits: str) -> bool:
 
 
 def _line_of(text: str, start: int, end: int) -> str:
-    return text[text.rfind("\n", 0, start) + 1: (text.find("\n", end) + 1 or len(text) + 1) - 1]
+    line_end = text.find("\n", end)
+    return text[text.rfind("\n", 0, start) + 1: line_end if line_end >= 0 else len(text)]
 
 
 def _within_phone(text: str, start: int, end: int) -> bool:
@@ -149,4 +151,8 @@ def is_plan_number(text: str, start: int, end: int) -> bool:
         line = _line_of(text, start, end)
         if (_NPI_WORD.search(line) or _PROVIDER_WORD.search(line)) and not _PERSON_WORD.search(line):
             return True
-    return bool(PHONE.fullmatch(token)) and number_owner(text, start, end) == "org"
+    if not PHONE.fullmatch(token) or number_owner(text, start, end) != "org":
+        return False
+    # Ten bare digits are a phone number only when the words name a phone line, not just an office:
+    # "Riverside Clinic called about 5551234567" keeps its member number.
+    return not token.isdigit() or bool(_PHONE_LINE_WORD.search(_clause_before(text, start)))
