@@ -488,3 +488,37 @@ def test_clinical_other_payer_employment_and_writing_are_out_of_scope(text):
 )
 def test_coverage_and_rule_questions_about_the_same_things_stay_in_scope(text):
     assert not is_out_of_scope(text)
+
+
+# The plan's own numbers in a question, named by the words next to them, pass the gate's identifier
+# check; the same shapes given to a member are still found. One detector: ingest and post-flight ask it too.
+@pytest.mark.parametrize("text", [
+    "what's the fax number for prior auth?",
+    "Is (503) 555-0142 still the prior authorization fax?",
+    "Prior Authorization Fax: (503) 555-0142, is that right for DME requests?",
+    "the member wants the appeals PO Box, is it P.O. Box 3011, Portland, OR 97208-3011?",
+    "does OAC 5160-58-08.4 set the Medicaid appeal timeframe?",
+    "is payer ID 660510 the one for electronic claims?",
+])
+def test_plan_numbers_in_a_question_are_not_member_identifiers(text):
+    assert find_member_identifiers(text, plan_patterns=()) == []
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("the member's callback is (503) 555-0187, can you check her appeal?", "phone_number"),
+    ("member's home address is 1420 Elm St, Salem, does her PCP change?", "street_address"),
+    ("Member ID 1861472391, is the MRI authorized?", "member_id"),
+])
+def test_the_same_shapes_given_to_a_member_are_found(text, kind):
+    assert kind in find_member_identifiers(text, plan_patterns=())
+
+
+def test_an_unlabelled_number_in_a_directory_row_is_an_npi_only_with_a_valid_check_digit():
+    from policydesk.detectors.attribution import npi_check_digit_ok
+
+    assert npi_check_digit_ok("1234567893") and not npi_check_digit_ok("1234567890")  # CMS's example NPI
+    row = "Ana Ruiz, MD | Family Medicine | {} | accepting new patients"
+    assert "member_id" not in find_member_identifiers(row.format("1861472391"), plan_patterns=())
+    assert "member_id" in find_member_identifiers(row.format("1861472392"), plan_patterns=())
+    # In a call note's line, a person named next to it makes it theirs, check digit or not.
+    assert "member_id" in find_member_identifiers("Member | Ana Ruiz | 1861472391 | DOB on file", plan_patterns=())

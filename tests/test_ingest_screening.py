@@ -60,3 +60,42 @@ def test_the_title_line_is_screened_too():
 def test_a_finding_names_the_line_and_kind_never_the_identifier():
     (finding,) = screen_blocks([Block("SSN 123-45-6789", "line 7")], "call_note")
     assert finding.describe() == "line 7: a social security number (ssn)"
+
+
+# A contacts or directory page as plans write it: the number's own label, the line's shape (a ZIP+4
+# after a state, a citation after its code, a directory row naming NPIs) say it is the plan's.
+@pytest.mark.parametrize("source_type", ["wiki", "policy"])
+@pytest.mark.parametrize("line", [
+    "Pre-service review fax: (207) 555-0133",
+    "Behavioral health referrals (207) 555-0134, ext. 410",
+    "Members with hearing loss: TTY 711 or (207) 555-0135",
+    "Grievances: P.O. Box 5120, Augusta, ME 04332-5120",
+    "Northgate Family Clinic | 1861472391 | 91-2233445 | 18 Front St, Bath, ME 04530 | 207-555-0136",
+    "Submitter ID 451207 and payer ID 77810 are on the EDI enrollment form.",
+    "Appeals rules: Me. Code R. 10-144-101, and 42 CFR 438.410 for expedited appeals.",
+    "Claims edits are listed in Provider Alert 2026-031.",
+])
+def test_plan_lines_on_a_contacts_page_ingest(line, source_type):
+    assert _screen(f"Contacts\n\n{line}\n", source_type) == []
+
+
+@pytest.mark.parametrize("line", [
+    "The caller asked for the pre-service fax number; gave (207) 555-0133 and the portal address.",
+    "Transferred the member to behavioral health referrals, (207) 555-0134.",
+    "Told the member to mail the grievance to P.O. Box 5120, Augusta, ME 04332-5120.",
+])
+def test_the_plans_own_lines_in_a_call_note_ingest(line):
+    assert _screen(f"Call note - Contacts\n\nThe member called.\n\n{line}\n", "call_note") == []
+
+
+# The same shapes, given to a member by the words before them: still refused.
+@pytest.mark.parametrize("line,kind", [
+    ("The member's fax at home, (207) 555-0190, is where she wants the letter.", "phone_number"),
+    ("Reached the subscriber on his cell (207) 555-0191.", "phone_number"),
+    ("Member's mailing address: P.O. Box 88, Bath, ME 04530.", "street_address"),
+    ("Member moved to 22 Front St, Bath, ME 04530 last month.", "street_address"),
+    ("Member ID 1861472391 per the card.", "member_id"),  # an NPI's shape, named a member's
+    ("Northside Clinic called about 5551234567; they had the wrong plan.", "member_id"),  # an office, no phone line
+])
+def test_member_identifiers_in_plan_shapes_are_refused_in_a_call_note(line, kind):
+    assert ("line 5", kind) in _screen(f"Call note - Contacts\n\nThe member called.\n\n{line}\n", "call_note")

@@ -64,3 +64,28 @@ def test_combine_never_relaxes_preflight(pre, post):
     result = combine(pre, post)
     assert result == max(pre, post, key=ACTION_ORDER.__getitem__)
     assert ACTION_ORDER[result] >= ACTION_ORDER[pre] and ACTION_ORDER[result] >= ACTION_ORDER[post]
+
+
+CONTACTS = "Contacts › Hearing and Speech\nMembers who are deaf or hard of hearing can call (541) 555-0108."
+
+
+def test_a_number_quoted_verbatim_from_a_source_in_context_is_allowed():
+    quoted = draft(answer="Members who are deaf or hard of hearing can call (541) 555-0108.")
+    assert check_draft(quoted, [V2_ID]).action == "refuse"  # the detector alone reads it as a member's number
+    assert check_draft(quoted, [V2_ID], [CONTACTS]) == type(check_draft(quoted, [V2_ID]))("allow", [])
+
+
+def test_an_identifier_no_source_in_context_holds_still_refuses():
+    made_up = draft(answer="Members who are deaf or hard of hearing can call (541) 555-0109.")
+    verdict = check_draft(made_up, [V2_ID], [CONTACTS])
+    assert verdict.action == "refuse" and "phone_number" in verdict.reasons[0]
+    leaked = draft(answer="Call (541) 555-0108; member ID 883104726 is on the appeal.")
+    verdict = check_draft(leaked, [V2_ID], [CONTACTS])
+    assert verdict.action == "refuse" and "member_id" in verdict.reasons[0] and "phone_number" not in verdict.reasons[0]
+
+
+def test_whitespace_differences_do_not_hide_a_quoted_number_but_digits_must_match():
+    reflowed = draft(answer="Members who are deaf or hard of hearing can call (541)\n555-0108.")
+    assert check_draft(reflowed, [V2_ID]).action == "refuse"
+    assert check_draft(reflowed, [V2_ID], [CONTACTS]).action == "allow"
+    assert check_draft(draft(answer="Members can call (541) 555-0180."), [V2_ID], [CONTACTS]).action == "refuse"

@@ -11,8 +11,11 @@ itself is not used: its analyzer needs a spaCy pipeline (the default one is down
 time), and the spaCy models on PyPI are third-party re-uploads; see docs/refusal.md.
 
 Borderline decisions (labelled in tests/data/refusal/ and tests/data/refusal_cases.yaml):
-- A phone number is a member's unless it is toll-free or attributed to a provider, plan line,
-  fax or office with no member cue near it ("is 866-555-0199 still the provider line?" passes).
+- Whose number it is comes from `policydesk.detectors.attribution`: a phone number is whoever the nearest
+  words before it name ("member callback", "Prior Authorization Fax:"); with neither, a member's unless
+  toll-free or a plan line is near with no member cue. Part of a phone number, a ZIP+4, a citation, a
+  labelled organization id or a valid NPI in a provider line is never an identifier; an address is a
+  member's (`street_address`) only when the words before it give it to a person.
 - A number is an identifier when an identifier cue (member, subscriber, ID, #, claim, case,
   MRN, auth, reference, account, Medicaid, ...) stands just before it and it has the shape of
   one: 6+ digits, or 4+ digits with letters or separators. Dates, compact YYYYMMDD dates, code
@@ -43,6 +46,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
+
+from policydesk.detectors.addresses import find_member_addresses
+from policydesk.detectors.attribution import PHONE as _PHONE
+from policydesk.detectors.attribution import TOLL_FREE, is_plan_number, number_owner
 
 _I = re.IGNORECASE
 
@@ -93,11 +100,6 @@ _DOB_GAP_RULE = re.compile(
     r"[.?!]\s|\b(?:or|and|before|after|prior|since|until|between|earlier|later|than|from|to)\b", _I
 )
 
-_TOLL_FREE = {"800", "833", "844", "855", "866", "877", "888"}
-_PHONE = re.compile(
-    r"(?<![\w-])(?:\+?1[\s.-]?)?(?:\((?P<a1>\d{3})\)\s?|(?P<a2>\d{3})[\s.-]?)"
-    r"\d{3}[\s.-]?\d{4}(?![\w-])"
-)
 _PROVIDER_LINE = re.compile(
     r"\b(?:provider|providers|office|clinic|hospital|pharmacy|fax|line|hotline|department|dept|"
     r"desk|queue|services|um|team|plan|vendor|number\s+for)\b", _I)
@@ -107,12 +109,6 @@ _MEMBER_NEAR = re.compile(
     r"he|their|wife|husband|mother|father|son|daughter|cell|mobile|home|personal|called\s+from|"
     r"call(?:ed)?\s+(?:the\s+member\s+)?back|callback|reach(?:ed)?)\b", _I)
 
-# A number the question attributes to an office or business itself, right before it: "their main line",
-# "the clinic's fax", "the office number is", "front desk line". Not a member's "cell" or "home" line.
-_OFFICE_OWN_LINE = re.compile(
-    r"\b(?:main|office|business|billing|front[\s-]desk|clinic'?s?|practice'?s?|office'?s?|pharmacy'?s?|"
-    r"hospital'?s?|facility'?s?|group'?s?|store|reception|after[\s-]hours|scheduling|switchboard|general|central|fax)\s+"
-    r"(?:(?:phone|telephone|office|billing|main|fax)\s+)?(?:line|number|phone|fax)(?:\s+(?:is|was|of|at))?[\s:#,-]*$", _I)
 _SSN_SHAPE = re.compile(r"(?<![\w-])\d{3}([-\s.])\d{2}\1\d{4}(?![\w-])")
 _SSN_CUE = re.compile(
     r"\b(?:ssn|ss#|ss\s+number|social(?:\s+security)?(?:\s+(?:number|no\.?|#))?)\b[^.?!\d]{0,25}"
@@ -180,7 +176,8 @@ _CASE_CUE = re.compile(
     r"complaints?|disputes?|cases?|tickets?|tracking|trace|confirmation|request|ref|reference|claims?|clm|"
     r"checks?|eft|remit\w*|um|inquir(?:y|ies)|incident|reconsideration|redetermination)\b", _I)
 _DOC_CUE = re.compile(
-    r"\b(?:policy|policies|pol|section|sec|form|bulletin|version|v|manual|memo|notice|document|doc|page|rule|"
+    r"\b(?:policy|policies|pol|section|sec|form|bulletin|version|v|manual|memo|memorandum|notice|document|doc|page|"
+    r"rule|alert|update|letter|transmittal|release|advisory|circular|announcement|newsletter|revision|"
     r"guideline|article|chapter|code|codes|cpt|hcpcs|icd(?:-?10)?|ndc|drg|rev|npi|tin|tax\s+id|fax|phone|line|"
     r"model|part|exhibit|attachment|appendix|schedule|table|item|step|modifier|plan\s+year|year|years)\b"
     r"[\s:#.-]*(?:(?:is|was|number|no\.?|#)\s*)*$", _I)
@@ -279,15 +276,15 @@ def _default_plan_patterns() -> tuple[str, ...]:
 def _phones(text: str) -> list[Finding]:
     out = []
     for m in _PHONE.finditer(text):
-        if (m.group("a1") or m.group("a2")) in _TOLL_FREE:
-            continue
-        if _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
-            continue
-        window = text[max(0, m.start() - 45):m.end() + 45]
-        if _PROVIDER_LINE.search(window) and not _MEMBER_NEAR.search(window):
-            continue
-        if _OFFICE_OWN_LINE.search(text[max(0, m.start() - 40):m.start()]):
-            continue  # "a billing office called from their main line 509-...": the office's own number
+        owner = number_owner(text, m.start(), m.end())
+        if owner == "org" or _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
+            continue  # "Prior Authorization Fax: (503) ...", "the clinic's main line 509-...": not a member's
+        if owner is None:
+            if (m.group("a1") or m.group("a2")) in TOLL_FREE:
+                continue
+            window = text[max(0, m.start() - 45):m.end() + 45]
+            if _PROVIDER_LINE.search(window) and not _MEMBER_NEAR.search(window):
+                continue
         out.append(Finding("phone_number", m.start(), m.end()))
     return out
 
@@ -336,7 +333,7 @@ def _cued_numbers(text: str) -> list[Finding]:
         digits = m.group(0).lstrip("#")
         if not _is_compact_date(digits) and not _NPI_LABEL.search(text, max(0, m.start() - 12), m.start()):
             out.append(Finding("member_id", m.start(), m.end()))
-    return out
+    return [f for f in out if not is_plan_number(text, f.start, f.end)]
 
 
 def _case_references(text: str) -> list[Finding]:
@@ -391,6 +388,7 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
     found += [Finding("spoken_number", m.start(), m.end()) for m in _SPELLED_CHARS.finditer(text)
               if sum(c.isdigit() for c in m.group(0)) >= 4]
     found += _phones(text) + _dates_of_birth(text) + _cued_numbers(text) + _names(text)
+    found += [Finding("street_address", start, end) for start, end in find_member_addresses(text)]
     return sorted(found, key=lambda f: (f.start, -f.end))
 
 

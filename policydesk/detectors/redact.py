@@ -29,7 +29,7 @@ _KEEP_CUE = re.compile(r"\b(?:policy|policies|section|version|npi|pol|form|cpt|h
 PLACEHOLDERS: dict[str, str] = {
     "member_id": "[ID]", "claim_number": "[ID]", "id_shaped": "[ID]", "spoken_number": "[ID]",
     "ssn": "[SSN]", "email": "[EMAIL]", "phone_number": "[PHONE]", "date_of_birth": "[DATE]",
-    "person_name": "[NAME]",
+    "person_name": "[NAME]", "street_address": "[ADDRESS]",
 }
 
 

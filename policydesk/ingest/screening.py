@@ -6,9 +6,10 @@ that kind of source.
 
 - Every source: SSNs, member and subscriber identifiers, and a date of birth (a name with a date
   of birth) are refused.
-- Call notes also refuse phone numbers and claim numbers: a note is about one caller, so a
-  number in it is theirs. In a policy or wiki page they are the plan's and providers' lines
-  and example numbers, and ingest fine.
+- Call notes also refuse phone numbers, claim numbers and a member's address: a note is about
+  one caller, so a number in it is theirs unless the words next to it give it to a line or an
+  office (the detector decides that, `policydesk.detectors.attribution`). In a policy or wiki
+  page they are the plan's and providers' lines and example numbers, and ingest fine.
 - Numbers labelled as the plan's or a provider's (fax, PO box, policy / group / form number,
   NPI, TIN) are set aside before the finder runs, in every source.
 
@@ -25,7 +26,7 @@ from policydesk.ingest.layout import Block
 from policydesk.detectors import find_member_identifiers
 
 REFUSED_EVERYWHERE = ("ssn", "member_id", "subscriber_id", "date_of_birth")
-REFUSED_IN_NOTES = REFUSED_EVERYWHERE + ("phone_number", "claim_number")
+REFUSED_IN_NOTES = REFUSED_EVERYWHERE + ("phone_number", "claim_number", "street_address")
 KIND_NAMES = {
     "ssn": "a social security number",
     "member_id": "a member identifier",
@@ -33,6 +34,7 @@ KIND_NAMES = {
     "date_of_birth": "a date of birth",
     "phone_number": "a phone number",
     "claim_number": "a claim number",
+    "street_address": "a member's address",
 }
 
 # A label that makes the number after it the plan's or a provider's, not a member's.

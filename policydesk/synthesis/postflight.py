@@ -2,6 +2,11 @@
 
 Post-flight can only make a decision stricter: allow < abstain < refuse, and the
 request's final action is the strictest of the pre-flight and post-flight ones.
+
+An identifier-shaped string in the draft that appears verbatim in the text of a source in
+context (a plan's fax line quoted from its contacts page) is not a member identifier: that text
+passed ingest screening, which runs the same detector with the source type in view. One that is
+in no source text was made up or carried in, and refuses.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from policydesk.detectors import find_claim_decision_language, find_member_identifiers
+from policydesk.detectors import find_claim_decision_language
+from policydesk.detectors.identifiers import find_identifier_spans
 from policydesk.synthesis.schema import ModelAnswer
 
 Action = Literal["allow", "abstain", "refuse"]
@@ -32,13 +38,29 @@ def _answer_text(answer: ModelAnswer) -> str:
     return "\n".join([answer.answer, *(claim.text for claim in answer.claims)])
 
 
-def check_draft(answer: ModelAnswer, context_ids: Iterable[str]) -> PostflightVerdict:
-    """Refuse an answer that leaks a member identifier or announces a claim decision;
-    abstain from one whose claims are not all cited to chunks that were in context."""
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def unsourced_identifier_kinds(text: str, context_texts: Iterable[str] = ()) -> list[str]:
+    """Kinds of identifier found in text, leaving out every span that some context text holds verbatim
+    (whitespace runs aside), in first-seen order, no repeats."""
+    sources = [_squeeze(t) for t in context_texts]
+    kinds = []
+    for finding in find_identifier_spans(text):
+        span = _squeeze(text[finding.start:finding.end])
+        if not any(span in source for source in sources):
+            kinds.append(finding.kind)
+    return list(dict.fromkeys(kinds))
+
+
+def check_draft(answer: ModelAnswer, context_ids: Iterable[str], context_texts: Iterable[str] = ()) -> PostflightVerdict:
+    """Refuse an answer that leaks a member identifier (one no context text holds) or announces a
+    claim decision; abstain from one whose claims are not all cited to chunks that were in context."""
     refuse: list[str] = []
     abstain: list[str] = []
     text = _answer_text(answer)
-    if kinds := find_member_identifiers(text):
+    if kinds := unsourced_identifier_kinds(text, context_texts):
         refuse.append(f"The drafted answer contains a member identifier ({', '.join(kinds)}).")
     if phrases := find_claim_decision_language(text):
         refuse.append(f"The drafted answer announces a claim decision ({'; '.join(phrases)}).")
