@@ -72,6 +72,7 @@ _CONTACT = re.compile(
     r"\bonline\b|\belectronically\b|\bedi\b|\bclearinghouse\b",
     re.IGNORECASE,
 )
+_PHONE = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-[\dA-Z-]{7,}|\b711\b")
 _NUMBER = re.compile(r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\b",
                      re.IGNORECASE)
 
@@ -89,19 +90,21 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it)\s+pay\b|\bpaid\s+at\s+what\b|\$|"
         r"\b(?:what|how\s+much)\s+(?:is|are|was|were)\s+the\s+(?:[\w-]+\s+){0,3}(?:payments?|rates?|premiums?|"
         r"fees?|charges?|interest|amounts?)\b|\binterest\s+rate\b", re.IGNORECASE)),
+    ("number", re.compile(
+        r"\b(?:fax|(?:tele)?phone\s+(?:number|line)|tty|toll[- ]free)\b|\bwhat\s+number\b|\bwho\s+do\s+(?:i|we|they)\s+call\b"
+        r"|\bnumber\s+(?:to|for)\s+call\b", re.IGNORECASE)),
     ("contact", re.compile(
-        r"\b(?:fax(?:\s+number)?|(?:tele)?phone\s+(?:number|line)|tty|e-?mail(?:\s+address)?|(?:mailing\s+)?address|"
-        r"po\s+box|website|url)\b|\bwhere\s+(?:do|does|should|can|must|would)\s+(?:\w+\s+){1,3}?"
-        r"(?:send|submit|mail|fax|file|call)\b|\bwhat\s+number\b|\bwho\s+do\s+(?:i|we|they)\s+call\b",
+        r"\b(?:e-?mail(?:\s+address)?|(?:mailing\s+)?address|po\s+box|website|url)\b|"
+        r"\bwhere\s+(?:do|does|should|can|must|would)\s+(?:\w+\s+){1,3}?(?:send|submit|mail|fax|file|call)\b",
         re.IGNORECASE)),
     ("date", re.compile(r"\b(?:what|which)\s+date\b|\b(?:effective|start|end)\s+date\b|\btakes?\s+effect\b|"
                         r"\bgo(?:es)?\s+into\s+effect\b", re.IGNORECASE)),
     ("code", re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:form|code|modifier|box|field|revenue\s+code|"
-                        r"place\s+of\s+service|taxonomy)\b", re.IGNORECASE)),
+                        r"place\s+of\s+service|taxonomy)\b|\b(?:npi|tax\s+id|tin|ein|payer\s+id)\b", re.IGNORECASE)),
     ("count", re.compile(r"\bhow\s+many\b|\bmaximum\s+number\b|\blimit\s+of\s+how\b", re.IGNORECASE)),
 )
 # A form, code, box or field as documents write it: "CMS-10003", "box 22", "modifier RR", "E0601".
-_CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
+_CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
                          r"\b[A-Z]\d{4}\b|\b\d{5}\b", re.IGNORECASE)
 # What an amount is asked of: the sentence must price that ("premium" is not "copayment").
 _PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge)s?\b",
@@ -189,7 +192,7 @@ def sides_in(text: str) -> dict[str, set[str]]:
 class Ask:
     """What one question asks for, and the sides and programs it chose."""
 
-    kind: str  # duration | amount | contact | date | code | count | open
+    kind: str  # duration | amount | number | contact | date | code | count | open
     priced: str | None = None  # for an amount: what is priced ("premium", "copay")
     sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
@@ -222,6 +225,8 @@ class Ask:
             return bool(_AMOUNT.search(text))
         if self.kind == "contact":
             return bool(_CONTACT.search(text))
+        if self.kind == "number":
+            return bool(_PHONE.search(text))
         if self.kind == "count":
             return bool(_NUMBER.search(text))
         if self.kind == "code":

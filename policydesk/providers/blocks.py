@@ -175,6 +175,8 @@ def looks_injected(sentence: str) -> bool:
 
 
 def _stem(token: str) -> str:
+    if token.endswith("ly") and len(token) >= 7:  # "retroactively" reads as "retroactive"
+        token = token[:-2]
     for suffix in ("ing", "ed", "es", "s"):
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             token = token[: -len(suffix)]
