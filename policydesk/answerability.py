@@ -52,8 +52,10 @@ _AXIS_RE = {axis: {side: re.compile(p, re.IGNORECASE) for side, p in sides.items
 
 # Who does the asking on the "action" axis: a question about the plan's own clock ("how long does
 # the plan have to decide") takes the decide side even when it also says "appeal request".
-_PLAN_ACTS = re.compile(r"\b(?:plan|we|health\s+plan|payer|insurer|carrier)\s+(?:have|has|get|gets|must|need|needs)\s+to\b"
-                        r"|\bturn-?around\b", re.IGNORECASE)
+# "we" is the plan when staff speak, unless the question also says "we" file or submit (a provider's office).
+_PLAN_ACTS = re.compile(r"\b(?:plan|health\s+plan|payer|insurer|carrier)\s+(?:have|has|get|gets|must|need|needs|take|takes)"
+                        r"\s+to\b|\bturn-?around\b", re.IGNORECASE)
+_WE_ACT = re.compile(r"\bwe\s+(?:have|get|must|need)\s+to\b", re.IGNORECASE)
 
 _TIME_UNIT = r"(?:calendar\s+|business\s+|working\s+)?(?:days?|hours?|hrs?|weeks?|months?|years?|minutes?|seconds?)"
 _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|fifteen|eighteen|"
@@ -203,7 +205,7 @@ class Ask:
         kind = next((k for k, rx in _ASKS if rx.search(question)), "open")
         named = sides_in(question)
         sides = {axis: next(iter(found)) for axis, found in named.items() if len(found) == 1}
-        if _PLAN_ACTS.search(question):
+        if _PLAN_ACTS.search(question) or (_WE_ACT.search(question) and "file" not in named["action"]):
             sides["action"] = "decide"
         # The party axis only qualifies when the question is about who must act ("we're a provider",
         # "a member's appeal"): a question naming both parties chooses neither.
@@ -317,13 +319,20 @@ def _title_words(text: str) -> set[str]:
 _TITLE_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}\b")
 
 
+# Share of a title's own words (those no other title in play has) a question must use to name it:
+# "the filing deadline change notice" names "Filing Deadline Change Notice"; "the filing deadline"
+# alone asks about the subject, which other sources may answer.
+NAMED_SHARE = 2 / 3
+
+
 def names_source(question: str, title: str, other_titles: Iterable[str]) -> bool:
-    """The question names this source: it gives the code in its title ("HB-2026-07"), or uses a
-    word of its title that no other title in play has."""
+    """The question names this source: it gives the code in its title ("HB-2026-07"), or most of
+    the words of its title that no other title in play has."""
     codes = {c.lower() for c in _TITLE_CODE.findall(title) if not re.fullmatch(r"(?:19|20)\d\d", c)}
     if codes & {c.lower() for c in _TITLE_CODE.findall(question)}:
         return True
     others: set[str] = set()
     for t in other_titles:
         others |= _title_words(t)
-    return bool((_title_words(title) - others) & _title_words(question))
+    own = _title_words(title) - others
+    return bool(own) and len(own & _title_words(question)) >= NAMED_SHARE * len(own)
