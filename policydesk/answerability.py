@@ -74,6 +74,8 @@ _CONTACT = re.compile(
     r"\bonline\b|\belectronically\b|\bedi\b|\bclearinghouse\b",
     re.IGNORECASE,
 )
+_DISTANCE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:miles?|mi|kilometers?|km)\b|\b(?:miles?|minutes?)\s+(?:away|drive|of)\b",
+                       re.IGNORECASE)
 _PHONE = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-[\dA-Z-]{7,}|\b711\b")
 _NUMBER = re.compile(r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\b",
                      re.IGNORECASE)
@@ -84,7 +86,9 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         r"\bhow\s+(?:long|soon|quickly|fast|much\s+(?:extra\s+|more\s+|advance\s+)?(?:time|notice)|many\s+(?:calendar\s+|business\s+|working\s+)?"
         r"(?:days?|hours?|weeks?|months?|years?))\b|\b(?:deadline|time\s*(?:limit|frame|line)|timeframe|"
         r"turn-?around|window|cut-?off|tfl|timely\s+filing\s+(?:limit|rule|period|deadline|window))\b|"
-        r"\bwithin\s+how\b|\bby\s+when\b|\bhow\s+many\s+days\b", re.IGNORECASE)),
+        r"\bwithin\s+how\b|\bby\s+when\b|\bhow\s+many\s+days\b|\bhow\s+(?:far|much|long)\s+(?:ahead|in\s+advance|before)\b|"
+        r"\bhow\s+early\b", re.IGNORECASE)),
+    ("distance", re.compile(r"\bhow\s+(?:far|close|many\s+miles)\b", re.IGNORECASE)),
     ("amount", re.compile(
         r"\b(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|dollars?|cost|costs|fee|fees|"
         r"(?:allowed|allowable|reimbursement|payment|mileage)\s+(?:amount|rate)|rate\s+(?:for|per))\b|"
@@ -194,7 +198,7 @@ def sides_in(text: str) -> dict[str, set[str]]:
 class Ask:
     """What one question asks for, and the sides and programs it chose."""
 
-    kind: str  # duration | amount | number | contact | date | code | count | open
+    kind: str  # duration | distance | amount | number | contact | date | code | count | open
     priced: str | None = None  # for an amount: what is priced ("premium", "copay")
     sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
@@ -229,6 +233,8 @@ class Ask:
             return bool(_CONTACT.search(text))
         if self.kind == "number":
             return bool(_PHONE.search(text))
+        if self.kind == "distance":
+            return bool(_DISTANCE.search(text))
         if self.kind == "count":
             return bool(_NUMBER.search(text))
         if self.kind == "code":

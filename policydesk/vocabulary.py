@@ -112,8 +112,9 @@ class Vocabulary:
             tokens = normalize(text)
             words.update(tokens)
             words.update(part for t in tokens if "-" in t for part in t.split("-") if part)
-            content = [t for t in tokens if t not in STOPWORDS]
-            for run in (content, tokens):  # "prior authorization" -> pa; "explanation of benefits" -> eob
+            parts = [p for t in tokens for p in t.split("-") if p]  # "out-of-network" -> out, of, network
+            content = [t for t in parts if t not in STOPWORDS]
+            for run in (content, parts):  # "prior authorization" -> pa; "explanation of benefits" -> eob
                 for n in range(_ACRONYM_MIN, _ACRONYM_MAX + 1):
                     for i in range(len(run) - n + 1):
                         initials.add("".join(t[0] for t in run[i:i + n]))

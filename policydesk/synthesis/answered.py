@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from llama_index.core.schema import NodeWithScore
 
 from policydesk.answerability import Ask, Passage, fit
+from policydesk.providers.blocks import terms
 from policydesk.providers.choice import question_parts
 from policydesk.synthesis.schema import ModelAnswer
 from policydesk.vocabulary import Vocabulary, unknown_terms
@@ -29,6 +30,17 @@ NOT_ANSWERED_MESSAGE = (
 class AnsweredVerdict:
     answered: bool
     unmet: list[str] = field(default_factory=list)  # why not, for the log and the trace's reasons
+
+
+def _common_terms(nodes) -> set[str]:
+    """Words in more than half the sources in context: they say nothing about what is asked."""
+    counts: dict[str, int] = {}
+    nodes = list(nodes)
+    for n in nodes:
+        meta = n.node.metadata
+        for t in terms(f"{meta.get('title') or ''} {meta.get('section') or ''} {n.node.get_content()}"):
+            counts[t] = counts.get(t, 0) + 1
+    return {t for t, c in counts.items() if c > len(nodes) / 2} if len(nodes) > 1 else set()
 
 
 def passage_of(text: str, node: NodeWithScore | None) -> Passage:
@@ -46,13 +58,20 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
     if vocabulary is not None and (unknown := unknown_terms(question, vocabulary)):
         return AnsweredVerdict(False, [f"the sources never mention: {', '.join(unknown)}"])
     whole = Ask.of(question, programs, chosen_program)
+    common = _common_terms(nodes.values())
     unmet: list[str] = []
     for part in question_parts(question):
         ask = Ask.of(part, programs, chosen_program)
         ask = replace(ask, programs=ask.programs | whole.programs)
+        wanted = terms(part) - common
         for claim in answer.claims:
             node = next((nodes[c] for c in claim.citations if c in nodes), None)
-            verdict = fit(ask, passage_of(claim.text, node))
+            passage = passage_of(claim.text, node)
+            verdict = fit(ask, passage)
+            if verdict.meets and ask.kind == "open" and wanted and not wanted & terms(passage.scope_text):
+                # nothing to check the value against: the sentence must at least speak of what is asked
+                unmet.append("shares no word of what is asked")
+                continue
             if verdict.meets:
                 return AnsweredVerdict(True)
             unmet.extend(verdict.unmet)
