@@ -118,7 +118,7 @@ def users_add(name: str, role: Annotated[str, typer.Option("--role", help=f"One 
 
 @users_app.command("set-role")
 def users_set_role(name: str, role: str) -> None:
-    """Change a user's role; it applies on their next request."""
+    """Change a user's role; their sessions end, and they sign in again under the new role."""
     from policydesk.users import UserError, set_role
 
     with _database() as db:
@@ -127,7 +127,7 @@ def users_set_role(name: str, role: str) -> None:
                 set_role(session, name=name, role=role)
         except (UserError, UnknownRoleError) as exc:
             _fail(str(exc))
-    typer.echo(f"{name} is now {role}")
+    typer.echo(f"{name} is now {role}; existing sessions are signed out")
 
 
 @users_app.command("set-password")
@@ -158,6 +158,20 @@ def users_disable(name: str) -> None:
         except UserError as exc:
             _fail(str(exc))
     typer.echo(f"{name} is disabled")
+
+
+@users_app.command("purge-sessions")
+def users_purge_sessions(older_than: Annotated[int, typer.Option(
+        "--older-than", help="Days since the session ended or was last used.")] = 30) -> None:
+    """Delete old sign-in sessions (owner login); open sessions within their limits are kept."""
+    from policydesk.sessions import purge_sessions
+
+    if older_than <= 0:
+        _fail("--older-than must be a positive number of days")
+    with _database() as db:
+        with Session(db.owner) as session, session.begin():
+            n = purge_sessions(session, older_than_days=older_than)
+    typer.echo(f"deleted {n} sessions older than {older_than} days")
 
 
 @users_app.command("enable")
@@ -244,11 +258,12 @@ def _ask_server(server: str, token: Optional[str], question: str, dates: dict, a
 
 @app.command()
 def serve(host: str = "127.0.0.1", port: int = 8000,
-          forwarded_allow_ips: Annotated[str, typer.Option(
-              "--forwarded-allow-ips",
-              help="Proxy addresses whose X-Forwarded-For is trusted (comma-separated). Behind a reverse "
-                   "proxy, set it to the proxy's address, or every user shares the proxy's sign-in "
-                   "throttle counter.")] = "127.0.0.1",
+          forwarded_allow_ips: Annotated[Optional[str], typer.Option(
+              "--forwarded-allow-ips", envvar="POLICYDESK_FORWARDED_ALLOW_IPS",
+              help="The reverse proxy's addresses (comma-separated) whose X-Forwarded-For and "
+                   "X-Forwarded-Proto are trusted. Unset (the default), no forwarded header is "
+                   "trusted from anyone: each connection's own address is the client's. Behind a "
+                   "proxy, name it, or every user shares the proxy's sign-in throttle counter.")] = None,
           workers: Annotated[int, typer.Option(
               "--workers", min=1, envvar="POLICYDESK_SERVE_WORKERS",
               help="Worker processes (each loads its own embedding model, ~0.7 GB). Sessions, sign-in "
@@ -257,15 +272,29 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
     """Serve the web app."""
     import uvicorn
 
-    from policydesk.web.app import create_app
-
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
-    options = dict(host=host, port=port, proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
-    if workers > 1:  # each worker process builds the app from the same settings (environment)
-        uvicorn.run("policydesk.web.app:app_from_settings", factory=True, workers=workers, **options)
-    else:
-        uvicorn.run(create_app(get_settings()), **options)
+    uvicorn.run(*_serve_target(workers), host=host, port=port, **proxy_options(forwarded_allow_ips),
+                **({"factory": True, "workers": workers} if workers > 1 else {}))
+
+
+def _serve_target(workers: int) -> tuple:
+    """Each of several worker processes builds the app from the same settings (environment)."""
+    if workers > 1:
+        return ("policydesk.web.app:app_from_settings",)
+    from policydesk.web.app import create_app
+
+    return (create_app(get_settings()),)
+
+
+def proxy_options(forwarded_allow_ips: Optional[str]) -> dict:
+    """uvicorn's proxy options. With no proxy named, proxy headers are off entirely: uvicorn
+    would otherwise trust 127.0.0.1 (or its FORWARDED_ALLOW_IPS environment variable), so any
+    local client could choose the address the sign-in throttle counts."""
+    named = [ip.strip() for ip in (forwarded_allow_ips or "").split(",") if ip.strip()]
+    if not named:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(named)}
 
 
 @app.command()
@@ -288,7 +317,7 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
                     typer.echo(f"demo user {name} ({role}) exists; password unchanged")
     if serve_app:
         typer.echo(f"PolicyDesk on http://{host}:{port}  (Ctrl-C to stop; the embedded Postgres stops with it)")
-        serve(host=host, port=port, forwarded_allow_ips="127.0.0.1")
+        serve(host=host, port=port, forwarded_allow_ips=None)
 
 
 def _register_optional_commands() -> None:

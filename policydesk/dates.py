@@ -1,4 +1,8 @@
-"""Dates entered by staff: parsed and range-checked before anything is retrieved."""
+"""Dates entered by staff: parsed and range-checked before anything is retrieved.
+
+An error never repeats what was entered: a date field that held something else (a member ID,
+an SSN) would otherwise carry it into the trace, the disputes page and the export. The
+person who typed it still sees it in the field."""
 
 from __future__ import annotations
 
@@ -30,9 +34,9 @@ def parse_input_date(value: str | date | None, label: str) -> date | None:
         try:
             parsed = date.fromisoformat(value.strip())
         except ValueError:
-            raise DateInputError(f"{label} {value!r} is not a date; use YYYY-MM-DD") from None
+            raise DateInputError(f"{label} is not a date; use YYYY-MM-DD") from None
     if not (MIN_DATE <= parsed <= MAX_DATE):
-        raise DateInputError(f"{label} {parsed} is outside {MIN_DATE.year}-{MAX_DATE.year}")
+        raise DateInputError(f"{label} is outside {MIN_DATE.year}-{MAX_DATE.year}")
     return parsed
 
 

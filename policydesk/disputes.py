@@ -9,7 +9,6 @@ Verdicts are computed in code from effective dates and SHA-256 hashes, never by 
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
@@ -24,6 +23,8 @@ from policydesk.answer import AskRequest
 from policydesk.ingest.chunks import sha256_text
 from policydesk.products import product_label, products_text
 from policydesk.storage import sources
+from policydesk.storable import WITHHELD, echoable
+from policydesk.storage.audit import insert_audit
 from policydesk.storage.chain import RowProof, row_proof
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.storage.scope import permitted_scope, scoped_session
@@ -42,17 +43,10 @@ WRONG_PRODUCT = "wrong_product"
 
 # -- audit --------------------------------------------------------------------------------------
 
-_AUDIT_INSERT = text("INSERT INTO audit_log (actor, action, target, details) "
-                     "VALUES (:actor, :action, :target, CAST(:details AS jsonb))")
-
-
 def audit(db, *, actor: str, action: str, target: str = "", details: dict[str, Any] | None = None) -> None:
     """One audit_log row, in its own transaction on the application engine (INSERT is granted)."""
-    # No RETURNING: the app role may append to the audit log but (RLS) not read it back outside
-    # a reviewer's scope, and Postgres applies the read policy to RETURNING rows.
     with db.app.begin() as conn:
-        conn.execute(_AUDIT_INSERT, {"actor": actor, "action": action, "target": target,
-                                     "details": json.dumps(details or {}, default=str)})
+        insert_audit(conn, actor=actor, action=action, target=target, details=details)
 
 
 def reviewing(reviewer: str):
@@ -117,7 +111,7 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
     hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
                 r.dates or {}, r.marked_wrong, r.line_of_business) for r in rows]
     audit(db, actor=reviewer, action="search", details={
-        "words": words, "staff": staff,
+        "words": words if not words or echoable(words, max_chars=500) else WITHHELD, "staff": staff,
         "asked_from": asked_from.isoformat() if asked_from else None,
         "asked_to": asked_to.isoformat() if asked_to else None,
         "marked_wrong": bool(marked_wrong),

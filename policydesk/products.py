@@ -23,22 +23,27 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from policydesk.answer import AnswerWarning, Citation
+from policydesk.storable import echoable
 from policydesk.storage import sources
 from policydesk.storage.clearance import NO_SOURCES, Clearance
 from policydesk.storage.models import ProductChoice
 from policydesk.storage.scope import scoped_session
 
-MAX_SHOWN_NAME = 64
-
 
 class UnknownLineOfBusiness(ValueError):
-    """A product name no source the caller may read names."""
+    """A product name no source the caller may read names.
+
+    The message is stored (trace, disputes, export), so it repeats the name only when it reads
+    like a product name (`policydesk.storable.echoable`)."""
 
     def __init__(self, name: str, valid: list[str]) -> None:
-        shown = name if len(name) <= MAX_SHOWN_NAME else name[:MAX_SHOWN_NAME] + "…"
         listed = ", ".join(valid) if valid else "none: no source names a line of business"
-        super().__init__(f"unknown line of business {shown!r}; valid: {listed}")
+        super().__init__(f"unknown line of business{_echo(name)}; valid: {listed}")
         self.name, self.valid = name, valid
+
+
+def _echo(name: str) -> str:
+    return f" {name!r}" if echoable(name) else ""
 
 
 def product_label(name: str) -> str:

@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from policydesk.access import ROLES
+from policydesk.sessions import ROLE_CHANGED, end_user_sessions
 from policydesk.storage.models import User
 from policydesk.users import NO_PASSWORD, UserError, check_user_name, get_user
 
@@ -75,8 +76,9 @@ def sign_in(session: Session, *, issuer: str, claims: Mapping[str, Any], setting
         session.add(user)
     elif user.disabled_at is not None:
         raise SsoRefused(REFUSED_DISABLED)
-    elif user.role != role:
+    elif user.role != role:  # the provider's groups changed: sessions under the old role end
         user.role = role
         user.updated_at = func.now()
+        end_user_sessions(session, user_id=user.id, reason=ROLE_CHANGED)
     session.flush()
     return user

@@ -22,6 +22,7 @@ from sqlalchemy import insert
 
 from policydesk.answer import AskRequest, AskResult
 from policydesk.detectors.redact import redact
+from policydesk.storable import screened
 from policydesk.storage.chain import purge_chained
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Trace
@@ -92,9 +93,22 @@ def instrumentation(draft: TraceDraft) -> dict[str, Any]:
     return out
 
 
+def _stored_answer(result: AskResult, draft: TraceDraft, error: str | None) -> dict[str, Any]:
+    """The answer object as stored, with the screened error in place of the raw one."""
+    answer = result.to_json() | {"instrumentation": instrumentation(draft)}
+    if result.error:
+        answer["error"] = error
+        if result.abstain_reason == result.error:
+            answer["abstain_reason"] = error
+    return answer
+
+
 def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft,
               settings) -> dict[str, Any]:
-    """The `traces` row for one request: who, with what clearance, what was said, on what, at what cost."""
+    """The `traces` row for one request: who, with what clearance, what was said, on what, at what cost.
+    Caller-typed text reaches it only screened: the question redacted, and an error message (which
+    may quote a field the caller filled in) redacted by the same redactor."""
+    error = screened(result.error, settings.PLAN_ID_PATTERNS) if result.error else result.error
     return dict(
         id=draft.id, kind=req.kind, replay_of=req.replay_of, user_name=req.user_name[:64],
         user_role=result.role or "unknown", permitted_levels=list(clearance.levels) if clearance else [],
@@ -104,12 +118,12 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
         dates=result.dates, line_of_business=result.line_of_business, versions_applied=result.versions_applied, chunk_ids=result.context_ids,
         # No column of its own (a new column would change every stored row's canonical hash):
         # what the instrumentation saw rides with the answer it produced.
-        answer=result.to_json() | {"instrumentation": instrumentation(draft)},
+        answer=_stored_answer(result, draft, error),
         answer_text=result.answer,
         citations=[c.model_dump() for c in result.citations],
         warnings=[w.model_dump() for w in result.warnings], refused=result.refused,
         refusal_reason=result.refusal_message, abstained=result.abstained, degraded=result.degraded,
-        status="failed" if result.error else "ok", error=result.error, attempts=draft.attempts,
+        status="failed" if result.error else "ok", error=error, attempts=draft.attempts,
         stage_ms=draft.stage_ms, latency_ms=draft.elapsed_ms(), model=result.model,
         tokens_in=draft.tokens_in, tokens_out=draft.tokens_out,
         cost_usd=request_cost(result.model, draft.tokens_in, draft.tokens_out, settings),

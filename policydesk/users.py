@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 
 from argon2 import PasswordHasher
@@ -11,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from policydesk.access import clearance_for
+from policydesk.sessions import DISABLED, PASSWORD_CHANGED, ROLE_CHANGED, end_user_sessions
 from policydesk.storage.models import User
 
 _hasher = PasswordHasher()
@@ -35,13 +35,6 @@ def check_password_policy(*, name: str, password: str) -> None:
 def generate_password() -> str:
     """16 URL-safe characters (96 random bits): always passes the policy."""
     return secrets.token_urlsafe(12)
-
-
-def password_fingerprint(password_hash: str) -> str:
-    """A short digest of the stored hash, kept in the session cookie so that changing the password
-    ends the sessions signed in with the old one. The hash is salted, so this reveals nothing
-    about the password; the cookie is signed, so it cannot be forged."""
-    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
 
 
 def hash_password(password: str) -> str:
@@ -80,10 +73,13 @@ def add_user(session: Session, *, name: str, role: str, password: str | None = N
 
 
 def set_role(session: Session, *, name: str, role: str) -> User:
+    """Change the role; the user's sessions end, so the next request signs in under the new one."""
     clearance_for(role)
     user = _existing(session, name)
-    user.role = role
-    user.updated_at = func.now()
+    if user.role != role:
+        user.role = role
+        user.updated_at = func.now()
+        end_user_sessions(session, user_id=user.id, reason=ROLE_CHANGED)
     return user
 
 
@@ -94,14 +90,16 @@ def set_password(session: Session, *, name: str, password: str | None = None) ->
     check_password_policy(name=name, password=password)
     user.password_hash = hash_password(password)
     user.updated_at = func.now()
+    end_user_sessions(session, user_id=user.id, reason=PASSWORD_CHANGED)
     return user, password
 
 
 def disable_user(session: Session, *, name: str) -> User:
-    """A disabled user cannot sign in, is signed out on the next request and cannot ask."""
+    """A disabled user cannot sign in, is signed out at once and cannot ask."""
     user = _existing(session, name)
     if user.disabled_at is None:
         user.disabled_at = user.updated_at = func.now()
+    end_user_sessions(session, user_id=user.id, reason=DISABLED)
     return user
 
 

@@ -146,31 +146,26 @@ def test_provider_timeout_fails_closed_with_no_partial_answer(demo_db, settings,
 
 # -- 4. a role change mid-session, over HTTP -----------------------------------------------------
 
-def _sign_in_of(client) -> tuple:
-    """Who signed in and when, from the session cookie. The cookie bytes themselves change whenever
-    the session's seen-at second ticks over (idle timeout), so comparing them raced a slow ask."""
-    import base64
-    import json
-
-    payload = client.cookies.get("policydesk_session").split(".")[0]
-    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    return data["user"], data["signed_in_at"]
-
-
-def test_role_change_mid_session_applies_to_the_next_ask(demo_db, settings, embed_model, names, caplog):
-    # test_web.py::test_role_change_applies_on_next_request pins the disputes gate; this pins retrieval.
+def test_role_change_mid_session_ends_it_and_the_next_sign_in_retrieves_under_the_new_role(
+        demo_db, settings, embed_model, names, caplog):
+    # test_web.py pins the disputes gate; this pins retrieval. A role change ends the session at
+    # once, so no ask runs under the old role after it, and the next sign-in reads the new one.
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
-    client = _client(settings, demo_db, pipeline, names["mover"])
-    signed_in = _sign_in_of(client)
+    app = create_app(settings, db=demo_db, pipeline=pipeline)
+    client = sign_in(app, names["mover"])
     question = "What is the SIU case scoring threshold for a fraud referral?"
     assert by_class(_ask(client, question).text, "status-refused")
     assert _latest_trace(demo_db, names["mover"])["user_role"] == "rep"
+    token = token_of(client)
 
     with Session(demo_db.owner) as s, s.begin():
         set_role(s, name=names["mover"], role="supervisor")
+    stale = client.post("/ask", data={"question": question, "csrf_token": token})
+    assert stale.status_code == 303 and stale.headers["location"].startswith("/login")
+    assert _latest_trace(demo_db, names["mover"])["user_role"] == "rep"  # nothing asked in between
+    client = sign_in(app, names["mover"])
     with caplog.at_level(logging.INFO, logger=PIPELINE_LOG):
         r = _ask(client, question)
-    assert _sign_in_of(client) == signed_in  # no new sign-in
     assert r.status_code == 200 and not by_class(r.text, "status-refused")
     row = _latest_trace(demo_db, names["mover"])
     assert row["user_role"] == "supervisor" and "restricted" in row["permitted_levels"]

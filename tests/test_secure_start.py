@@ -110,3 +110,17 @@ def test_start_refuses_an_app_login_that_can_read_the_full_text_side_table(db, s
     assert database_problems(db.app) == [
         "the application login may SELECT chunk_search, so rows could be read or written around row-level "
         f"security: REVOKE SELECT ON chunk_search FROM {settings.APP_DB_ROLE}"]
+
+
+def test_start_refuses_an_app_login_that_may_move_or_erase_sign_in_sessions(db, settings):
+    # Sessions (migration 0018): the app may move seen_at/ended_at only; a grant that lets it
+    # re-point a session at another user, or delete one, is refused at start-up.
+    role = settings.APP_DB_ROLE
+    with db.owner.begin() as conn:
+        conn.execute(text(f"GRANT DELETE ON sessions TO {role}"))
+        conn.execute(text(f"GRANT UPDATE (user_id) ON sessions TO {role}"))
+    assert database_problems(db.app) == [
+        "the application login may DELETE sessions, so a sign-in session could be moved to another user or "
+        f"erased: REVOKE DELETE ON sessions FROM {role}",
+        "the application login may UPDATE sessions.user_id, so a sign-in session could be moved to another "
+        f"user: REVOKE UPDATE (user_id) ON sessions FROM {role}"]

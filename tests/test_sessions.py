@@ -182,6 +182,35 @@ def test_copied_cookie_stops_working_after_the_lifetime(app, clock, make_user):
     _assert_sent_to_sign_in(replay)
 
 
+def test_copied_cookie_is_signed_out_after_sign_out(app, make_user):
+    # Regression: sessions lived only in the signed cookie, so POST /logout cleared the browser's
+    # copy while a copied cookie stayed signed in until its lifetime. The row ends now.
+    client = _signed_in(app, make_user())
+    copied, token = client.cookies.get("policydesk_session"), csrf_from(client.get("/ask").text)
+    assert client.post("/logout", data={"csrf_token": token}).status_code == 303
+    replay = _client(app)
+    replay.cookies.set("policydesk_session", copied)
+    _assert_sent_to_sign_in(replay)
+    r = replay.post("/ask", data={"question": "What is the timely filing limit?", "csrf_token": token})
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/ask"
+
+
+def test_a_session_row_is_ended_for_good_and_the_app_role_cannot_revive_erase_or_move_it(app, db, make_user):
+    name = make_user()
+    client = _signed_in(app, name)
+    client.post("/logout", data={"csrf_token": csrf_from(client.get("/ask").text)})
+    with db.owner.connect() as conn:
+        row = conn.execute(text("SELECT s.id, s.end_reason FROM sessions s JOIN users u ON u.id = s.user_id "
+                                "WHERE u.name = :n"), {"n": name}).one()
+    assert row.end_reason == "signed_out"
+    with db.app.connect() as conn, pytest.raises(Exception, match="has ended and cannot change"):
+        conn.execute(text("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = :i"), {"i": row.id})
+    for sql in ("DELETE FROM sessions", "UPDATE sessions SET user_id = user_id",
+                "UPDATE sessions SET started_at = now()"):
+        with db.app.connect() as conn, pytest.raises(ProgrammingError, match="permission denied"):
+            conn.execute(text(sql))
+
+
 # -- 3. sign-in throttling ----------------------------------------------------------------------
 
 def _refused_text(r) -> str:
@@ -342,6 +371,32 @@ def test_disable_signs_out_refuses_sign_in_and_asking_then_enable_restores(cli_e
     assert _cli(cli_env, "users", "enable", name).stdout.strip() == f"{name} is enabled"
     assert _listed(cli_env, name) == f"{name}\trep"
     _signed_in(app, name)
+
+
+def test_set_role_signs_out_existing_sessions(cli_env, app, make_user):
+    name = make_user()
+    client = _signed_in(app, name)
+    assert _cli(cli_env, "users", "set-role", name, "supervisor").stdout.strip() == (
+        f"{name} is now supervisor; existing sessions are signed out")
+    _assert_sent_to_sign_in(client)
+    _signed_in(app, name)
+
+
+def test_purge_sessions_deletes_only_sessions_unused_for_longer_than_asked(cli_env, app, db, make_user):
+    old, current = make_user(), make_user()
+    _signed_in(app, old), _signed_in(app, current)
+    with db.owner.begin() as conn:  # this module's clock is not the wall clock the purge reads
+        for name, age in ((old, "40 days"), (current, "0 days")):
+            conn.execute(text("UPDATE sessions s SET started_at = now() - CAST(:age AS interval), "
+                              "seen_at = now() - CAST(:age AS interval) FROM users u "
+                              "WHERE u.id = s.user_id AND u.name = :n"), {"n": name, "age": age})
+    out = _cli(cli_env, "users", "purge-sessions", "--older-than", "30")
+    assert out.stdout.startswith("deleted ") and "sessions older than 30 days" in out.stdout
+    with db.owner.connect() as conn:
+        left = dict(conn.execute(text("SELECT u.name, count(*) FROM sessions s JOIN users u ON u.id = s.user_id "
+                                      "WHERE u.name IN (:a, :b) GROUP BY u.name"), {"a": old, "b": current}).all())
+    assert left == {current: 1}
+    assert _cli(cli_env, "users", "purge-sessions", "--older-than", "0", check=False).returncode == 2
 
 
 def test_disabled_or_deleted_users_next_request_is_signed_out(app, db, make_user):

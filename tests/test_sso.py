@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from policydesk.sso import REFUSED_NO_ROLE
-from policydesk.storage.models import User
+from policydesk.storage.models import User, WebSession
 from policydesk.users import add_user, set_role
 from policydesk.web.app import create_app
 from tests.web_helpers import PASSWORD, find, text_of
@@ -93,10 +93,27 @@ def test_role_is_refreshed_from_the_claim_at_the_next_sign_in(app, db, idp):
     assert done.status_code == 303
     assert _user(db, name).role == "compliance"
     assert client.get("/disputes").status_code == 200
-    # Between sign-ins the database role rules every request (set-role applies at once).
+    # Between sign-ins a role change applies at once: it ends the session (the next request
+    # goes to sign-in), exactly as for a local user.
     with Session(db.owner) as session, session.begin():
         set_role(session, name=name, role="rep")
-    assert client.get("/disputes").status_code == 403
+    assert client.get("/disputes").status_code == 303
+
+
+def test_sso_sign_in_opens_a_server_side_session_that_sign_out_ends_for_a_copied_cookie(app, db, idp):
+    name = _name()
+    client, done = sso_sign_in(app, idp, f"sub-{name}", {"preferred_username": name, "groups": ["pd-reps"]})
+    assert done.status_code == 303 and client.get("/ask").status_code == 200
+    with Session(db.owner) as session:
+        rows = session.execute(select(WebSession.ended_at).join(User, User.id == WebSession.user_id)
+                               .where(User.name == name)).all()
+    assert len(rows) == 1 and rows[0].ended_at is None
+    copied = client.cookies.get("policydesk_session")
+    assert client.post("/logout", headers={"X-CSRF-Token": _csrf(client)}).status_code == 303
+    replay = TestClient(app, follow_redirects=False)
+    replay.cookies.set("policydesk_session", copied)
+    r = replay.get("/ask")
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/ask"
 
 
 def test_several_mapped_groups_give_the_most_cleared_role(app, db, idp):

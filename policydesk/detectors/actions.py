@@ -124,6 +124,18 @@ _CASE_OBJECT = (
 )
 _NEW_OBJECT = rf"(?:a|an|one|another)\s+(?:[\w-]+\s+){{0,3}}?{CASE_NOUNS}"
 
+# The asker lends PolicyDesk authority to act: "I authorize you to", "you have my permission to",
+# "you are cleared to". An authority claim is still a request to act on the case.
+_AUTHORITY = (
+    r"(?:(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+(?:hereby\s+)?(?:authori[sz](?:e|es|ing)|"
+    r"(?:permit|permitt|allow|instruct|direct|order|empower|clear|tell)(?:s|ing)?)\s+(?:you|u)\s+to\s+"
+    r"|(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+(?:hereby\s+)?giv(?:e|ing)\s+(?:you|u)\s+(?:the\s+|my\s+|our\s+|full\s+)*"
+    r"(?:authority|authori[sz]ation|permission|approval|go-?ahead|ok(?:ay)?|green\s+light|clearance)\s+to\s+"
+    r"|(?:you|u)\s+have\s+(?:my|our|the)\s+(?:[\w-]+\s+)?(?:authority|authori[sz]ation|permission|approval|go-?ahead|"
+    r"ok(?:ay)?|sign-?off|blessing|clearance)\s+to\s+"
+    r"|(?:you|u)(?:'re|\s+are)\s+(?:hereby\s+|now\s+)?(?:authori[sz]ed|permitted|allowed|cleared|empowered)\s+to\s+)"
+)
+
 # What makes a clause a request addressed to PolicyDesk.
 _LEAD = r"(?:(?:ok(?:ay)?|so|hey|hi|hello|well|alright|also|now|then|and|but|oh|um|yeah|yes|great|thanks|sorry)[\s,!]+)*"
 _POLITE = (r"(?:(?:please|pls|plz|kindly|just|also|really|quickly|immediately|now)\s+)*"
@@ -135,7 +147,7 @@ _OPENER = (
     r"|(?:i|we)(?:'m|'re|\s+am|\s+are)\s+asking\s+(?:you|u)\s+to\s+|(?:you|u)\s+(?:need|have)\s+to\s+"
     r"|we\s+(?:really\s+|still\s+)?(?:need\s+to|have\s+to|gotta|must|should|ought\s+to)\s+"
     r"|let'?s\s+|go\s+ahead\s+(?:and|n|&)\s+|(?:is\s+there\s+(?:any|a)\s+way|any\s+chance)\s+(?:you|u)\s+(?:can|could)\s+"
-    r"|(?:do\s+me\s+a\s+favou?r\s+and|time\s+to)\s+)?"
+    r"|(?:do\s+me\s+a\s+favou?r\s+and|time\s+to)\s+|" + _AUTHORITY + r")?"
 )
 # a sentence start, or after a comma when the sentence is not a condition or a wh-question
 # (not after an abbreviation such as "Dr." or "Mr.")
@@ -144,7 +156,7 @@ _MID_OPENER = (
     r"(?:\b(?:please|pls|plz|kindly)\s+|\b(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|also\s+|just\s+)*"
     r"|\bi(?:'d|\s+would)\s+like\s+(?:you|u)\s+to\s+|\b(?:i|we)\s+(?:really\s+|just\s+)?(?:need|want)\s+(?:you|u)\s+to\s+"
     r"|\bgo\s+ahead\s+(?:and|n|&)\s+|,\s*(?:and\s+|then\s+|so\s+|just\s+|please\s+)*"
-    r"|(?P<conj>\b(?:and|then|&)\s+(?:then\s+|also\s+)?))"
+    r"|(?P<conj>\b(?:and|then|&)\s+(?:then\s+|also\s+)?)|\b" + _AUTHORITY + r")"
 )
 
 _KNOWN = re.compile(
@@ -172,6 +184,21 @@ _BARE = re.compile(
     rf"{_SENTENCE_START}{_LEAD}{_POLITE}(?:go\s+ahead\s+(?:and|n|&)\s+)?(?P<verb>{_VERB})(?:\s+(?:out|back|through|off|over))?"
     r"(?:\s+(?:it|this|that|them|this\s+one|that\s+one))?(?:[,\s]+(?:please|pls|now|asap|today|already|thanks|"
     r"thank\s+you|right\s+away|immediately))*\s*(?:[.!]+(?:\s|$)|$|,\s*(?=(?:this|the|it|she|he|they|that)\b))", _I)
+
+# Asked to decide the case: "Decide whether the member's appeal should be granted", "determine if her
+# claim gets paid", "decide whether to grant the appeal", "rule on the member's appeal". The clause
+# names one case's thing and its outcome (an action verb's participle), which a rule question does not
+# ("determine whether prior authorization is required").
+_DECIDE_VERB = r"(?:decide|determine|rule|judge|adjudicate|make\s+(?:a|the)\s+(?:call|decision|determination|ruling))"
+_DECIDE = re.compile(
+    rf"(?:{_SENTENCE_START}{_LEAD}{_POLITE}{_OPENER}{_POLITE}|{_MID_OPENER}{_POLITE})"
+    rf"(?P<verb>{_DECIDE_VERB})(?:\s+(?:on|about))?\s+(?:"
+    rf"(?:whether|if)\s+(?:or\s+not\s+)?(?:to\s+{_VERB}{_PARTICLE}\s+(?:{_CASE_OBJECT})"
+    rf"|(?:{_CASE_OBJECT})\s+(?:[\w']+\s+){{0,3}}?{PARTICIPLES}\b)"
+    rf"|(?<=on\s)(?:{_CASE_OBJECT}))", _I)
+# "Do it now.", "Execute this.": carrying out what the asker just requested, as a sentence of its own.
+_DO_IT = re.compile(rf"{_SENTENCE_START}{_LEAD}{_POLITE}(?P<verb>do|execute|action)\s+(?:it|this|that)"
+                    r"(?:[,\s]+(?:now|please|pls|today|asap|then|right\s+away|immediately))*\s*(?:[.!]+(?:\s|$)|$)", _I)
 
 # The first word of an imperative with a verb the inventory does not list: anything but a function word,
 # an information verb, or an inflected form (a plural noun, a participle, a gerund or an adverb).
@@ -240,7 +267,7 @@ def _bare_question(question: str, m: re.Match, lead: str) -> bool:
 def case_action_spans(question: str) -> list[tuple[int, int]]:
     """Spans of requests to act on one case, by shape (see the module docstring)."""
     spans = []
-    for pattern in (_KNOWN, _KNOWN_NEW, _GERUND, _BARE, _GO_AHEAD):
+    for pattern in (_KNOWN, _KNOWN_NEW, _GERUND, _BARE, _GO_AHEAD, _DECIDE, _DO_IT):
         for m in pattern.finditer(question):
             lead = question[m.start():m.start("verb")].lstrip()
             by_comma = lead.startswith(",") or bool("conj" in pattern.groupindex and m.group("conj"))

@@ -14,6 +14,8 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from policydesk.storage.audit import insert_audit
+
 GENESIS = "0" * 64
 CHAINED_TABLES = ("traces", "audit_log")
 # The row as the trigger hashed it (migration 0005), for a table aliased `t`: without the hash and
@@ -155,10 +157,7 @@ def purge_chained(owner: Engine, *, cutoff: datetime, actor: str) -> PurgeResult
                 "INSERT INTO chain_cuts (table_name, actor, cutoff, last_seq, last_hash, rows_removed) "
                 "VALUES ('traces', :a, :c, :s, :h, :n)"),
                 {"a": actor, "c": cutoff, "s": last.seq, "h": last.row_hash, "n": removed})
-        conn.execute(text(
-            "INSERT INTO audit_log (actor, action, target, details) VALUES (:a, 'purge', 'traces', "
-            "jsonb_build_object('cutoff', CAST(:c AS text), 'rows_removed', CAST(:n AS int), "
-            "'cut_seq', CAST(:s AS bigint), 'cut_hash', CAST(:h AS text)))"),
-            {"a": actor, "c": cutoff.isoformat(), "n": removed, "s": last.seq if last else None,
-             "h": last.row_hash if last else None})
+        insert_audit(conn, actor=actor, action="purge", target="traces", details={
+            "cutoff": cutoff.isoformat(), "rows_removed": removed, "cut_seq": last.seq if last else None,
+            "cut_hash": last.row_hash if last else None})
     return PurgeResult(removed, last.seq if last else None, last.row_hash if last else None)

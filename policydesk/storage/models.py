@@ -67,6 +67,20 @@ class LoginAttempt(Base):
     throttled: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
+class WebSession(Base):
+    """A signed-in browser session (migration 0018), named by the cookie's random id, stored
+    only as its SHA-256. The app role inserts, reads and moves seen_at/ended_at; the owner purges."""
+
+    __tablename__ = "sessions"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    end_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class ApiToken(Base):
     """A bearer token for the JSON API (migration 0009): only a hash of its secret is stored.
     The owner login creates and revokes; the app role only reads."""

@@ -27,6 +27,11 @@ _READ_ONLY_WRITES = ("INSERT", *_WRITES)
 # applies the caller's clearance (migration 0010), and so does its per-clearance lexeme count table
 # (0016). The embedding cache (0011) is ingest's alone.
 NO_ACCESS_TABLES = ("chunk_search", "chunk_search_df", "embedding_cache")
+# Sign-in sessions (migration 0018): the application login opens, touches and ends them, and may
+# update only the columns that move; a session's owner, id and start are fixed, and only the
+# owner login deletes (purges) rows.
+SESSIONS_TABLE = "sessions"
+SESSION_FIXED_COLUMNS = ("secret_sha256", "user_id", "started_at")
 _ANY_ACCESS = ("SELECT", *_READ_ONLY_WRITES)
 MIN_SECRET_KEY_BYTES = 32
 
@@ -68,12 +73,13 @@ def database_problems(app: Engine) -> list[str]:
         # used to be skipped here, so its grants were never looked at.
         present = set(conn.execute(text(
             "SELECT relname FROM pg_class WHERE relname = ANY(:t) AND relnamespace = 'public'::regnamespace"),
-            {"t": [*APPEND_ONLY_TABLES, *READ_ONLY_TABLES, *NO_ACCESS_TABLES]}).scalars())
+            {"t": [*APPEND_ONLY_TABLES, *READ_ONLY_TABLES, *NO_ACCESS_TABLES, SESSIONS_TABLE]}).scalars())
         checks = [(t, _WRITES, "a record it must only append to could be changed") for t in APPEND_ONLY_TABLES]
         checks += [(t, _READ_ONLY_WRITES, "a table only the owner login may change could be changed")
                    for t in READ_ONLY_TABLES]
         checks += [(t, _ANY_ACCESS, "rows could be read or written around row-level security")
                    for t in NO_ACCESS_TABLES]
+        checks.append((SESSIONS_TABLE, _WRITES, "a sign-in session could be moved to another user or erased"))
         for table, privileges, what in checks:
             if table not in present:
                 continue
@@ -82,6 +88,13 @@ def database_problems(app: Engine) -> list[str]:
                                 {"t": table, "p": priv}).scalar():
                     problems.append(f"the application login may {priv} {table}, so {what}: "
                                     f"REVOKE {priv} ON {table} FROM {me.rolname}")
+        if SESSIONS_TABLE in present:
+            for column in SESSION_FIXED_COLUMNS:
+                if conn.execute(text("SELECT has_column_privilege(current_user, :t, :c, 'UPDATE')"),
+                                {"t": SESSIONS_TABLE, "c": column}).scalar():
+                    problems.append(f"the application login may UPDATE {SESSIONS_TABLE}.{column}, so a sign-in "
+                                    f"session could be moved to another user: REVOKE UPDATE ({column}) ON "
+                                    f"{SESSIONS_TABLE} FROM {me.rolname}")
     return problems
 
 

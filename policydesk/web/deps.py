@@ -1,12 +1,11 @@
 """Request dependencies as `Annotated` aliases: the database, the pipeline, who is asking, and a
 session already scoped to the caller's clearance.
 
-The session cookie holds the user name, the CSRF token, when the session began and was last
-used, and a fingerprint of the password hash; never the role. The role is re-read from the
-database on every request, so a role change applies on the next request, not the next sign-in
-(docs/design.md, step 1). The same read ends the session of a user who was disabled, deleted or
-given a new password since signing in, and the timestamps end idle and over-long sessions
-(OWASP ASVS 4.0, 3.3.2 and 3.3.3).
+The signed session cookie holds a random session id and the CSRF token; never the user's name
+or role. The session itself is a row in Postgres (`policydesk.sessions`), read on every request
+together with the user's current role: sign-out, a new password, a role change or disabling the
+account end it for every copy of the cookie on every worker, and the idle and absolute limits
+are checked against the row (OWASP ASVS 4.0, 3.3.1-3.3.3; docs/design.md, step 1).
 """
 
 from __future__ import annotations
@@ -14,21 +13,22 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
+from policydesk import sessions
 from policydesk.access import Clearance, clearance_for
 from policydesk.pipeline import AskPipeline
 from policydesk.storage.engine import Database
 from policydesk.storage.scope import scoped_session
-from policydesk.users import get_active_user, password_fingerprint
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+SESSION_ID_KEY = "sid"
 # Why the last session ended, kept in the otherwise empty session for the sign-in page to say.
 SIGNED_OUT_KEY = "signed_out"
 SIGNED_OUT_REASONS = {
@@ -76,52 +76,43 @@ DbDep = Annotated[Database, Depends(get_db)]
 PipelineDep = Annotated[AskPipeline, Depends(get_pipeline)]
 
 
-def start_session(request: Request, *, name: str, password_hash: str) -> None:
-    """A fresh session for a user who just signed in (nothing carried over from before)."""
-    at = int(now(request).timestamp())
+def start_session(request: Request, db: Database, *, name: str) -> None:
+    """A fresh session for a user who just signed in: a new row and id, nothing carried over."""
+    with Session(db.app) as session, session.begin():
+        session_id = sessions.open_session(session, user_name=name, now=now(request))
     request.session.clear()
-    request.session.update({"user": name, "signed_in_at": at, "seen_at": at,
-                            "pw": password_fingerprint(password_hash)})
+    if session_id is None:  # disabled between the password check and now
+        raise NotSignedIn()
+    request.session[SESSION_ID_KEY] = session_id
     rotate_csrf(request)
 
 
-def _end_session(request: Request, reason: str | None = None) -> None:
+def end_session(request: Request, db: Database) -> None:
+    """Sign-out: the row ends (for every copy of the cookie), then the cookie is cleared."""
+    session_id = request.session.get(SESSION_ID_KEY)
+    if isinstance(session_id, str):
+        with Session(db.app) as session, session.begin():
+            sessions.end(session, session_id=session_id, now=now(request))
+    request.session.clear()
+
+
+def _signed_out(request: Request, reason: str | None = None) -> None:
     request.session.clear()
     if reason:
         request.session[SIGNED_OUT_KEY] = reason
 
 
-def _expiry(request: Request, at: datetime) -> str | None:
-    """Why this session is over by time, or None. A session without timestamps (signed before
-    they existed, or tampered with) is over."""
-    settings = request.app.state.settings
-    signed_in_at, seen_at = request.session.get("signed_in_at"), request.session.get("seen_at")
-    if not isinstance(signed_in_at, int) or not isinstance(seen_at, int):
-        return "expired"
-    if at - datetime.fromtimestamp(signed_in_at, timezone.utc) >= timedelta(hours=settings.SESSION_MAX_HOURS):
-        return "expired"
-    if at - datetime.fromtimestamp(seen_at, timezone.utc) >= timedelta(minutes=settings.SESSION_IDLE_MINUTES):
-        return "idle"
-    return None
-
-
 def current_user(request: Request, db: DbDep) -> Staff:
-    name = request.session.get("user")
-    if not name:
+    session_id = request.session.get(SESSION_ID_KEY)
+    if not isinstance(session_id, str):
         raise NotSignedIn()
-    at = now(request)
-    reason = _expiry(request, at)
-    if reason:
-        _end_session(request, reason)
+    limits = sessions.SessionLimits.from_settings(request.app.state.settings)
+    with Session(db.app) as session, session.begin():
+        found = sessions.touch(session, session_id=session_id, now=now(request), limits=limits)
+    if found.user_name is None:  # ended, expired, unknown, or its user disabled or deleted
+        _signed_out(request, found.ended)
         raise NotSignedIn()
-    with Session(db.app) as session:
-        user = get_active_user(session, name=name)
-        staff = Staff(user.name, user.role) if user is not None else None
-        same_password = user is not None and request.session.get("pw") == password_fingerprint(user.password_hash)
-    if staff is None or not same_password:  # deleted, disabled or given a new password since sign-in
-        _end_session(request)
-        raise NotSignedIn()
-    request.session["seen_at"] = int(at.timestamp())
+    staff = Staff(found.user_name, found.role)
     request.state.user = staff  # for the page header
     return staff
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from policydesk import tokens
+from policydesk.storable import echoable, screened
 from policydesk.ratelimit import RatePolicy, admit
 from policydesk.web.api.problems import ApiProblem
 from policydesk.web.deps import DbDep, Staff, now
@@ -118,11 +119,16 @@ def parse_body(raw: bytes, model: type[BaseModel]) -> BaseModel:
 
 
 def field_errors(errors) -> list[dict[str, str]]:
+    """Each error's field and message. The message is stored with the request's trace, so a
+    field name the caller chose (an unknown key) is repeated only when `echoable`."""
     out = []
     for e in errors:
-        loc = [str(part) for part in e.get("loc", ()) if part not in ("body", "query", "path")]
-        message = "unknown field" if e.get("type") == "extra_forbidden" else e.get("msg", "is not valid")
-        out.append({"field": ".".join(loc) or "body", "message": message})
+        loc = ".".join(str(part) for part in e.get("loc", ()) if part not in ("body", "query", "path"))
+        if e.get("type") == "extra_forbidden":
+            field, message = (loc, "unknown field") if echoable(loc) else ("body", "has an unknown field")
+        else:
+            field, message = loc if echoable(loc) else "body", e.get("msg", "is not valid")
+        out.append({"field": field or "body", "message": screened(message)})
     return out
 
 

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from policydesk import disputes
+from policydesk.storable import screened, screened_param
 from policydesk.web.api.schemas import Problem
 
 log = logging.getLogger(__name__)
@@ -93,10 +94,32 @@ async def problem_response(request: Request, problem: ApiProblem) -> JSONRespons
                         media_type=MEDIA_TYPE)
 
 
-def _audit(request: Request, actor: str, problem: ApiProblem) -> None:
+def route_template(request: Request) -> str | None:
+    """The matched route's path with its parameters as `{name}` (`/api/v1/traces/{trace_id}/check`):
+    the route stores its path relative to the router it was included in, so the prefix is what
+    the request path has before the route's own part."""
+    route = request.scope.get("route")
+    template = getattr(route, "path_format", None)
+    if not template:
+        return None
     try:
-        disputes.audit(request.app.state.db, actor=actor, action="api_problem", target=request.url.path[:500],
-                       details={"method": request.method, "status": problem.status, "type": problem.kind,
-                                "detail": problem.detail[:500]})
+        own = template.format(**request.path_params)
+    except (KeyError, IndexError, ValueError):
+        return None
+    path = request.url.path
+    return path[: len(path) - len(own)] + template if path.endswith(own) else None
+
+
+def _audit(request: Request, actor: str, problem: ApiProblem) -> None:
+    """The route's template as the target (no caller-chosen text), the values the caller put in
+    the path screened like a question, so an identifier typed into a path is never stored."""
+    patterns = request.app.state.settings.PLAN_ID_PATTERNS
+    details = {"method": request.method, "status": problem.status, "type": problem.kind,
+               "detail": screened(problem.detail[:500], patterns),
+               "path_params": {k: screened_param(str(v)[:200], patterns) for k, v in request.path_params.items()}}
+    try:
+        disputes.audit(request.app.state.db, actor=actor, action="api_problem",
+                       target=route_template(request) or screened(request.url.path[:500], patterns),
+                       details=details)
     except Exception:  # the refusal itself must still reach the caller
         log.exception("could not record the API problem in the audit log")

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.throttle import Lock, ThrottlePolicy, active_lock, record_attempt, serialize_account
 from policydesk.users import authenticate
-from policydesk.web.deps import SIGNED_OUT_KEY, SIGNED_OUT_REASONS, DbDep, now, start_session
+from policydesk.web.deps import SIGNED_OUT_KEY, SIGNED_OUT_REASONS, DbDep, end_session, now, start_session
 from policydesk.web.templating import render
 
 router = APIRouter(tags=["auth"])
@@ -25,9 +25,9 @@ def safe_next(target: str | None) -> str:
 
 
 def client_addr(request: Request) -> str:
-    """The address the per-address throttle counts. Behind a reverse proxy this is the proxy's
-    unless uvicorn trusts its X-Forwarded-For (`--forwarded-allow-ips`); otherwise every user
-    shares one address counter."""
+    """The address the per-address throttle counts: the connection's own, unless `serve
+    --forwarded-allow-ips` names the proxy it came through, whose X-Forwarded-For uvicorn then
+    applies. Behind an unnamed proxy every user shares the proxy's counter."""
     return request.client.host if request.client else "unknown"
 
 
@@ -69,15 +69,15 @@ def sign_in(request: Request, db: DbDep, name: Annotated[str, Form()] = "", pass
                 user = authenticate(session, name=name, password=password)
                 record_attempt(session, user_name=name, client_addr=addr, succeeded=user is not None, now=at)
                 if user is not None:
-                    signed_in = (user.name, user.password_hash)
+                    signed_in = user.name
     if signed_in is None:
         return render(request, "login.html", {"next": safe_next(next), "name": name, "error": error, "notice": None},
                       status_code=status, headers=headers)
-    start_session(request, name=signed_in[0], password_hash=signed_in[1])
+    start_session(request, db, name=signed_in)
     return RedirectResponse(safe_next(next), status_code=303)
 
 
 @router.post("/logout")
-def sign_out(request: Request):
-    request.session.clear()
+def sign_out(request: Request, db: DbDep):
+    end_session(request, db)
     return RedirectResponse("/login", status_code=303)

@@ -73,11 +73,11 @@ async def finish_sso(request: Request, db: DbDep):
         log.info("single sign-on refused for subject %s: %s", claims.get("sub"), exc)
         return _refused(request, str(exc), 403)
     target = request.session.get(NEXT_KEY)
-    start_session(request, name=user[0], password_hash=user[1])
+    await run_in_threadpool(start_session, request, db, name=user)  # the same server-side session as a password sign-in
     return RedirectResponse(safe_next(target), status_code=303)
 
 
-def _sign_in(db, claims, settings) -> tuple[str, str]:
+def _sign_in(db, claims, settings) -> str:
     with Session(db.owner) as session, session.begin():
         user = sso.sign_in(session, issuer=claims.get("iss") or settings.OIDC_ISSUER, claims=claims, settings=settings)
-        return user.name, user.password_hash
+        return user.name
