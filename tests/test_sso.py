@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, quote, urlparse
 import httpx
 import oidc_provider_mock
 import pytest
+from pydantic import SecretStr
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -37,7 +38,7 @@ def db(make_db):
 
 def _app(settings, db, idp, **overrides):
     sso_settings = settings.model_copy(update={
-        "OIDC_ISSUER": idp, "OIDC_CLIENT_ID": "policydesk", "OIDC_CLIENT_SECRET": "policydesk-secret",
+        "OIDC_ISSUER": idp, "OIDC_CLIENT_ID": "policydesk", "OIDC_CLIENT_SECRET": SecretStr("policydesk-secret"),
         "OIDC_ROLE_MAP": ROLE_MAP, **overrides})
     return create_app(sso_settings, db=db, pipeline=object())
 

@@ -98,8 +98,8 @@ class Database:
 
 def open_database(settings, database: str | None = None) -> Database:
     """Engines for the configured database. Migrations must have run for the app role to exist."""
-    owner = owner_url(settings.DATABASE_URL, settings.DATA_DIR, database)
-    app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD)
+    owner = owner_url(settings.database_url, settings.DATA_DIR, database)
+    app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value())
     # pg_stat_activity names the process holding each connection (one per `serve` worker).
     engine_kwargs = {"pool_pre_ping": True, "connect_args": {"application_name": f"policydesk-{os.getpid()}"}}
     owner_engine = create_engine(owner, **engine_kwargs)
@@ -118,7 +118,7 @@ def open_database(settings, database: str | None = None) -> Database:
 
 def create_database(settings, name: str) -> None:
     """Create an empty database on the configured server (tests use one per run)."""
-    url = owner_url(settings.DATABASE_URL, settings.DATA_DIR, "postgres")
+    url = owner_url(settings.database_url, settings.DATA_DIR, "postgres")
     engine = create_engine(url, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
         exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()

@@ -69,7 +69,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     # Starlette always sets HttpOnly. The cookie's own lifetime is the absolute limit; the idle
     # and absolute limits themselves are enforced server-side from the session's timestamps
     # (deps.current_user), since a browser may keep a cookie as long as it likes.
-    app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY, session_cookie=SESSION_COOKIE,
+    app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY.get_secret_value(), session_cookie=SESSION_COOKIE,
                        max_age=settings.SESSION_MAX_HOURS * 60 * 60, same_site="lax",
                        https_only=settings.session_cookie_secure)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

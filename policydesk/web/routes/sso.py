@@ -31,7 +31,7 @@ def oidc_client(settings):
 
     oauth = OAuth()
     return oauth.register(
-        name="idp", client_id=settings.OIDC_CLIENT_ID, client_secret=settings.OIDC_CLIENT_SECRET,
+        name="idp", client_id=settings.OIDC_CLIENT_ID, client_secret=settings.OIDC_CLIENT_SECRET.get_secret_value() if settings.OIDC_CLIENT_SECRET else None,
         server_metadata_url=settings.OIDC_ISSUER.rstrip("/") + "/.well-known/openid-configuration",
         client_kwargs={"scope": settings.OIDC_SCOPES})
 
