@@ -24,6 +24,14 @@ app.add_typer(traces_app, name="traces")
 app.add_typer(report_app, name="report")
 app.add_typer(tokens_app, name="tokens")
 
+@app.callback()
+def _start() -> None:
+    """Every command logs JSON lines on stderr (policydesk/logs.py): warnings and errors, `serve` more."""
+    from policydesk.logs import configure_logging
+
+    configure_logging("WARNING")
+
+
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
 
@@ -255,17 +263,24 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
                    "throttling, rate limits and the trace chain live in Postgres, so every worker "
                    "agrees; more than one uses more than one core.")] = 1) -> None:
     """Serve the web app."""
+    from policydesk.commands.serving import prepare_metrics_dir
+    from policydesk.logs import configure_logging, log_config
+
+    settings = get_settings()
+    prepare_metrics_dir(settings.DATA_DIR)  # before the app (and prometheus_client) is imported
+    configure_logging(settings.LOG_LEVEL)
     import uvicorn
 
     from policydesk.web.app import create_app
 
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
-    options = dict(host=host, port=port, proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+    options = dict(host=host, port=port, proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips,
+                   log_config=log_config(settings.LOG_LEVEL))
     if workers > 1:  # each worker process builds the app from the same settings (environment)
         uvicorn.run("policydesk.web.app:app_from_settings", factory=True, workers=workers, **options)
     else:
-        uvicorn.run(create_app(get_settings()), **options)
+        uvicorn.run(create_app(settings), **options)
 
 
 @app.command()

@@ -208,6 +208,7 @@ class Settings(BaseSettings):
     # Operations (docs/deploy.md). /metrics asks for `Authorization: Bearer <METRICS_TOKEN>` when set;
     # production refuses to start without one.
     METRICS_TOKEN: SecretStr | None = None
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # `serve`'s JSON logs; other commands log warnings
 
     @model_validator(mode="after")
     def _refuse_default_secret_outside_local(self) -> "Settings":

@@ -34,6 +34,7 @@ from policydesk.retrievers import chunk_vector_store
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
+from policydesk.logs import bind_trace_id
 from policydesk.tracing import TraceDraft, active_trace, trace_row, write_trace
 from policydesk.users import get_active_user
 from policydesk.versions import (
@@ -203,6 +204,7 @@ class AskPipeline:
     # -- the whole request --------------------------------------------------------------------
     def ask(self, req: AskRequest) -> AskResult:
         draft = TraceDraft()
+        bind_trace_id(draft.id)  # this request's log lines name its trace
         result = AskResult(question=req.question, user_name=req.user_name, role=None, trace_id=draft.id)
         vectors = _request_vectors.set({})  # this request's query vectors (RequestEmbedding)
         try:
@@ -230,7 +232,7 @@ class AskPipeline:
                 result.error_code = "unknown_line_of_business" if isinstance(exc, UnknownLineOfBusiness) else None
                 result.abstain_reason = str(exc)
             except Exception as exc:  # fail closed: no half answer, and the trace still lands
-                log.exception("ask failed, trace %s", draft.id)
+                log.exception("ask failed, trace %s", draft.id, extra={"event": "fail_closed"})
                 metrics.FAIL_CLOSED.inc()
                 result.error = f"PolicyDesk could not answer: {exc.__class__.__name__}. Nothing was stated; try again."
                 result.abstain(result.error, "error")
@@ -264,7 +266,8 @@ class AskPipeline:
         result.degraded = retrieved.degraded
         if retrieved.degraded:
             metrics.DEGRADED_ANSWERS.inc()
-            log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason)
+            log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason,
+                        extra={"event": "degraded"})
             result.warnings.append(AnswerWarning(kind="degraded", message=(
                 "Retrieval ran degraded: the embedding service failed, so only keyword search was used. "
                 "Check the answer against the cited text.")))
@@ -314,7 +317,7 @@ class AskPipeline:
             if outcome.failed_closed:
                 metrics.FAIL_CLOSED.inc()
                 log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
-                            draft.id, outcome.abstain_reason)
+                            draft.id, outcome.abstain_reason, extra={"event": "fail_closed"})
             self._abstain(result, outcome.abstain_reason or "The sources do not contain the answer.",
                           "failed_closed" if outcome.failed_closed else "not_in_sources")
             return
@@ -374,7 +377,7 @@ class AskPipeline:
     def _refuse(self, result: AskResult, code: str, message: str) -> None:
         result.refuse(code, message)
         metrics.REFUSALS.labels(reason=code).inc()
-        log.info("refused (%s), trace %s", code, result.trace_id)
+        log.info("refused (%s), trace %s", code, result.trace_id, extra={"event": "refused", "reason": code})
 
     def _abstain(self, result: AskResult, reason: str, code: str) -> None:
         result.abstain(reason, code)
@@ -389,6 +392,7 @@ class AskPipeline:
                 log.exception("trace write failed")
                 result.trace_id = None
                 raise
+        metrics.observe_stages(draft.stage_ms)
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)

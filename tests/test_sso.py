@@ -5,6 +5,7 @@ made with httpx, the code exchange and ID-token checks by the app through Authli
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from urllib.parse import parse_qs, quote, urlparse
 
@@ -107,10 +108,13 @@ def test_several_mapped_groups_give_the_most_cleared_role(app, db, idp):
 
 
 @pytest.mark.parametrize("groups", [["staff", "finance"], [], None])
-def test_a_user_without_a_mapped_group_is_refused(app, db, idp, groups):
+def test_a_user_without_a_mapped_group_is_refused(app, db, idp, groups, caplog):
     name = _name()
     claims = {"preferred_username": name} | ({"groups": groups} if groups is not None else {})
-    client, done = sso_sign_in(app, idp, f"sub-{name}", claims)
+    with caplog.at_level(logging.WARNING, logger="policydesk.web.routes.sso"):
+        client, done = sso_sign_in(app, idp, f"sub-{name}", claims)
+    refused = [r for r in caplog.records if getattr(r, "event", None) == "sso_refused"]
+    assert len(refused) == 1 and f"sub-{name}" in refused[0].getMessage()
     assert done.status_code == 403
     assert text_of(done.text, "notice-error") == REFUSED_NO_ROLE
     assert _user(db, name) is None
