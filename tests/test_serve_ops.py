@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session
 from policydesk.config import Settings
 from policydesk.ingest import ingest_directory
 from policydesk.runtime import open_migrated
-from policydesk.storage.engine import stop_embedded_server
+from policydesk.storage.engine import embedded_server, stop_embedded_server
 from policydesk.users import add_user
 from tests.api_helpers import bearer, make_token
 from tests.test_ingest import _corpus, _entries
@@ -127,3 +128,73 @@ def test_every_log_line_is_json_with_request_and_trace_ids_and_no_question_text(
     assert refusal[0]["reason"] == "member_identifier" and refusal[0]["level"] == "INFO"
     text = served["log"].read_text(errors="replace")
     assert MARKER not in text and "CVM12345678" not in text
+
+
+def scrape(served, token: str | None = METRICS_TOKEN) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(base_url=served["url"], timeout=30) as c:  # a fresh connection: either worker
+        return c.get("/metrics", headers=headers)
+
+
+def sample(body: str, name: str, **labels: str) -> float:
+    """One sample's value in a scrape (0 when absent); labels match as a subset, in any order."""
+    total = None
+    for line in body.splitlines():
+        m = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if not m:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            if total is not None:
+                pytest.fail(f"{name} {labels} matches more than one series")
+            total = float(m.group(2))
+    return total or 0.0
+
+
+def test_every_scrape_sums_all_workers_and_needs_the_token(served):
+    assert scrape(served, token=None).status_code == 401
+    assert scrape(served, token="not-the-token").status_code == 403
+    before = {sample(scrape(served).text, "policydesk_refusals_total", reason="member_identifier") for _ in range(4)}
+    assert len(before) == 1, before  # every worker's scrape agrees before, too
+    n = 12
+    for _ in range(n):
+        assert ask(served, REFUSED).status_code == 422
+    scrapes = [scrape(served) for _ in range(8)]
+    assert all(r.status_code == 200 for r in scrapes)
+    start = before.pop()
+    refused = [sample(r.text, "policydesk_refusals_total", reason="member_identifier") for r in scrapes]
+    assert refused == [start + n] * len(scrapes)
+    body = scrapes[-1].text
+    # The HTTP latency histogram by route template counts the same requests, whichever worker served them.
+    asks = sample(body, "policydesk_http_request_seconds_count", method="POST", route="/api/v1/ask", status="422")
+    assert asks >= n
+    assert sample(body, "policydesk_http_request_seconds_bucket", route="/api/v1/ask", status="422", le="+Inf") == asks
+    for stage in ("resolve_role", "refusal_gate", "trace_write"):  # a refused ask's stages
+        assert sample(body, "policydesk_stage_seconds_count", stage=stage) >= n, stage
+        assert 'policydesk_stage_seconds_bucket{le="0.01",stage="%s"}' % stage in body
+    assert sample(body, "policydesk_stage_seconds_count", stage="retrieval") >= 1  # the answered ask
+    # The metrics files live under the data dir, one set per worker process.
+    assert len({p.name.rsplit("_", 1)[-1] for p in (served["data_dir"] / "metrics").glob("*.db")}) >= 2
+
+
+def test_healthz_and_readyz_and_a_stopped_database_named(served):
+    """Last in the module: it stops the database under the running server."""
+    with httpx.Client(base_url=served["url"], timeout=30) as c:
+        assert c.get("/healthz").text == "ok"
+        ready = c.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "ready", ready.text
+        server = embedded_server(served["data_dir"])
+        served["db"].dispose()
+        server.stop()  # pg_ctl stop, as the server's system user
+        try:
+            for _ in range(4):  # whichever worker answers
+                with httpx.Client(base_url=served["url"], timeout=30) as fresh:
+                    down = fresh.get("/readyz")
+                    assert down.status_code == 503 and down.json()["failing"][0] == "database", down.text
+                    assert down.json()["checks"]["database"].startswith("unreachable")
+                    assert fresh.get("/healthz").text == "ok"  # the process itself is fine: no restart
+        finally:
+            with server._lock:
+                server.ensure_postgres_running()
+        with httpx.Client(base_url=served["url"], timeout=30) as fresh:
+            assert fresh.get("/readyz").status_code == 200  # ready again, without a restart

@@ -41,9 +41,22 @@ class RequestObservation:
                 _observe(scope, status, time.perf_counter() - started)
 
 
+def route_template(scope) -> str:
+    """The matched route's template with its router's prefix ("/api/v1/citations/{trace_id}/{chunk_id}"):
+    one series per route, never one per path. The route in scope is the router's own (no prefix), so
+    the prefix is the part of the path before where the route's pattern matches."""
+    route, path = scope.get("route"), scope.get("path", "")
+    template, pattern = getattr(route, "path", None), getattr(route, "path_regex", None)
+    if template is None or pattern is None:
+        return "unmatched"  # a 404: one series for every unknown path
+    for i, char in enumerate(path):
+        if char == "/" and pattern.match(path[i:]):
+            return path[:i] + template
+    return template
+
+
 def _observe(scope, status: int, seconds: float) -> None:
     from policydesk import metrics
 
-    route = scope.get("route")
-    template = getattr(route, "path", None) or "unmatched"
-    metrics.HTTP_REQUEST_SECONDS.labels(method=scope["method"], route=template, status=str(status)).observe(seconds)
+    metrics.HTTP_REQUEST_SECONDS.labels(method=scope["method"], route=route_template(scope),
+                                        status=str(status)).observe(seconds)
