@@ -14,13 +14,14 @@ from policydesk.access import ROLES, UnknownRoleError
 from policydesk.commands.common import _database, _fail, _parse_date
 from policydesk.commands.report import report_app
 from policydesk.commands.tokens import tokens_app
-from policydesk.commands.traces import traces_app
+from policydesk.commands.traces import bookkeeping_app, traces_app
 from policydesk.config import get_settings
 
 app = typer.Typer(help="PolicyDesk: the rule that applied, and proof of what was said.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage staff accounts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 app.add_typer(traces_app, name="traces")
+app.add_typer(bookkeeping_app, name="bookkeeping")
 app.add_typer(report_app, name="report")
 app.add_typer(tokens_app, name="tokens")
 

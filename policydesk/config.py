@@ -204,6 +204,8 @@ class Settings(BaseSettings):
     CHUNK_OVERLAP_TOKENS: int = 48
 
     TRACE_RETENTION_DAYS: int = 365
+    # Sign-in attempts and API requests older than this are deleted by `policydesk bookkeeping purge`.
+    BOOKKEEPING_RETENTION_DAYS: int = Field(default=90, gt=0)
 
     # Operations (docs/deploy.md). /metrics asks for `Authorization: Bearer <METRICS_TOKEN>` when set;
     # production refuses to start without one.
