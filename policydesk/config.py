@@ -125,6 +125,12 @@ class Settings(BaseSettings):
     # closed when returned, so a pool smaller than the requests in flight reconnects under load.
     DB_POOL_SIZE: int = Field(default=10, ge=1)
     DB_MAX_OVERFLOW: int = Field(default=10, ge=0)
+    # psycopg prepares a statement run 5 times on a connection. Behind a pooler in transaction mode
+    # (PgBouncer pool_mode=transaction, before 1.21's max_prepared_statements) the next transaction
+    # may land on another server connection, where that statement does not exist or another client's
+    # holds its name: set false there (docs/deploy.md). Every session setting PolicyDesk makes is
+    # per transaction (set_config(..., true), advisory xact locks), so nothing else changes.
+    DB_PREPARED_STATEMENTS: bool = True
     MAX_QUESTION_CHARS: int = 1000
     # The plan's own member, subscriber and claim number formats (regular expressions, matched
     # case-insensitively as whole tokens). The refusal gate, the redaction layer, the ingester and

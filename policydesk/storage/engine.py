@@ -96,18 +96,24 @@ class Database:
         self.app_async.sync_engine.dispose()  # NullPool: nothing is held open
 
 
+def _prepare_args(settings) -> dict:
+    """psycopg's connection arguments for prepared statements: none behind a transaction pooler."""
+    return {} if settings.DB_PREPARED_STATEMENTS else {"prepare_threshold": None}
+
+
 def open_database(settings, database: str | None = None) -> Database:
     """Engines for the configured database. Migrations must have run for the app role to exist."""
     owner = owner_url(settings.database_url, settings.DATA_DIR, database)
     app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value())
     # pg_stat_activity names the process holding each connection (one per `serve` worker).
-    engine_kwargs = {"pool_pre_ping": True, "connect_args": {"application_name": f"policydesk-{os.getpid()}"}}
+    connect_args = {"application_name": f"policydesk-{os.getpid()}"} | _prepare_args(settings)
+    engine_kwargs = {"pool_pre_ping": True, "connect_args": connect_args}
     owner_engine = create_engine(owner, **engine_kwargs)
     app_engine = create_engine(app, pool_size=settings.DB_POOL_SIZE, max_overflow=settings.DB_MAX_OVERFLOW,
                                **engine_kwargs)
     # No pool for async: each asyncio.run() has its own loop, and a pooled connection must not
     # outlive the loop that opened it.
-    app_async = create_async_engine(app, poolclass=NullPool)
+    app_async = create_async_engine(app, poolclass=NullPool, connect_args=_prepare_args(settings))
     for engine in (app_engine, app_async.sync_engine):
         install_scope_hook(
             engine, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES,
