@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     # Not prefixed: DATABASE_URL is the conventional name operators already set.
     # A secret: its password is the owner login's.
     DATABASE_URL: SecretStr | None = Field(default=None, validation_alias="DATABASE_URL")
+    # A streaming read replica of that database (same logins): retrieval and version reads go there,
+    # every write and every read that must be current go to DATABASE_URL (docs/deploy.md).
+    DATABASE_REPLICA_URL: SecretStr | None = Field(default=None, validation_alias="DATABASE_REPLICA_URL")
     # The application connects as this role, which row-level security binds (no BYPASSRLS).
     APP_DB_ROLE: str = "policydesk_app"
     APP_DB_PASSWORD: SecretStr = SecretStr(LOCAL_APP_DB_PASSWORD)
@@ -242,6 +245,10 @@ class Settings(BaseSettings):
     @property
     def database_url(self) -> str | None:
         return self.DATABASE_URL.get_secret_value() if self.DATABASE_URL else None
+
+    @property
+    def replica_url(self) -> str | None:
+        return self.DATABASE_REPLICA_URL.get_secret_value() if self.DATABASE_REPLICA_URL else None
 
     @property
     def sso_enabled(self) -> bool:

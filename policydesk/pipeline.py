@@ -138,12 +138,13 @@ class AskPipeline:
         self.embed_model = embed_model
         self.llm = llm
         self._fixed_today = today  # tests and evals pin "today"; a server reads the clock per request
-        self.store = chunk_vector_store(db)
-        self.lookup = VersionLookup(db)
+        # Retrieval and version reads: the read replica when one is configured (Database.reads).
+        self.store = chunk_vector_store(db.reads)
+        self.lookup = VersionLookup(db.reads)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
         # The gate fits its classifier on the model itself (a RequestEmbedding only adds per-request reuse).
         self.gate = gate or gate_for(
-            db, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
+            db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
         self.what_changed = what_changed or shared_detector()
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
@@ -257,7 +258,7 @@ class AskPipeline:
         # retrieve() opens the span that times the stage and fires the events the trace collects,
         # including the HybridRetrievalEvent that says whether retrieval ran degraded. Extension
         # retrievers join the same fusion; the clearance guard re-checks every node it returns.
-        stack = RequestStack(self.extensions, db=self.db, store=self.store, embed_model=self.embed_model,
+        stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
                              settings=self.settings, clearance=clearance, dates=dates, today=self.today)
         retrieved_nodes = stack.retrieve(QueryBundle(question))
         retrieved = draft.retrieval

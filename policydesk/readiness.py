@@ -61,8 +61,20 @@ def _pipeline(pipeline) -> tuple[str, str]:
     return model, gate
 
 
+def _replica(replica) -> str:
+    """The read replica answers as the application login (retrieval cannot run without it)."""
+    try:
+        with replica.app.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:  # noqa: BLE001
+        return f"unreachable ({exc.__class__.__name__})"
+    return OK
+
+
 def readiness(db, pipeline) -> Readiness:
     database, migrations = _database(db)
     model, gate = _pipeline(pipeline)
-    return Readiness({"database": database, "migrations": migrations, "embedding_model": model,
-                      "refusal_gate": gate})
+    checks = {"database": database, "migrations": migrations}
+    if getattr(db, "replica", None) is not None:
+        checks["replica"] = _replica(db.replica)
+    return Readiness(checks | {"embedding_model": model, "refusal_gate": gate})
