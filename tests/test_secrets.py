@@ -35,6 +35,7 @@ def _values(text: str) -> list[str]:
 
 def _settings(**overrides) -> Settings:
     return Settings(_env_file=None, DATABASE_URL=f"postgresql://owner:{DB_PASSWORD_IN_URL}@db.internal/policydesk",
+                    DATABASE_REPLICA_URL=f"postgresql://owner:{DB_PASSWORD_IN_URL}@replica.internal/policydesk",
                     OIDC_ISSUER="https://idp.example", OIDC_CLIENT_ID="policydesk", **SECRETS | overrides)
 
 
