@@ -14,15 +14,24 @@ from policydesk.access import ROLES, UnknownRoleError
 from policydesk.commands.common import _database, _fail, _parse_date
 from policydesk.commands.report import report_app
 from policydesk.commands.tokens import tokens_app
-from policydesk.commands.traces import traces_app
+from policydesk.commands.traces import bookkeeping_app, traces_app
 from policydesk.config import get_settings
 
 app = typer.Typer(help="PolicyDesk: the rule that applied, and proof of what was said.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage staff accounts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 app.add_typer(traces_app, name="traces")
+app.add_typer(bookkeeping_app, name="bookkeeping")
 app.add_typer(report_app, name="report")
 app.add_typer(tokens_app, name="tokens")
+
+@app.callback()
+def _start() -> None:
+    """Every command logs JSON lines on stderr (policydesk/logs.py): warnings and errors, `serve` more."""
+    from policydesk.logs import configure_logging
+
+    configure_logging("WARNING")
+
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
@@ -270,21 +279,23 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
                    "throttling, rate limits and the trace chain live in Postgres, so every worker "
                    "agrees; more than one uses more than one core.")] = 1) -> None:
     """Serve the web app."""
+    from policydesk.commands.serving import prepare_metrics_dir
+    from policydesk.logs import configure_logging, log_config
+
+    settings = get_settings()
+    prepare_metrics_dir(settings.DATA_DIR)  # before the app (and prometheus_client) is imported
+    configure_logging(settings.LOG_LEVEL)
     import uvicorn
 
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
-    uvicorn.run(*_serve_target(workers), host=host, port=port, **proxy_options(forwarded_allow_ips),
-                **({"factory": True, "workers": workers} if workers > 1 else {}))
+    options = dict(host=host, port=port, log_config=log_config(settings.LOG_LEVEL), **proxy_options(forwarded_allow_ips))
+    if workers > 1:  # each worker process builds the app from the same settings (environment)
+        uvicorn.run("policydesk.web.app:app_from_settings", factory=True, workers=workers, **options)
+    else:
+        from policydesk.web.app import create_app
 
-
-def _serve_target(workers: int) -> tuple:
-    """Each of several worker processes builds the app from the same settings (environment)."""
-    if workers > 1:
-        return ("policydesk.web.app:app_from_settings",)
-    from policydesk.web.app import create_app
-
-    return (create_app(get_settings()),)
+        uvicorn.run(create_app(settings), **options)
 
 
 def proxy_options(forwarded_allow_ips: Optional[str]) -> dict:

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.access import ROLES
@@ -30,17 +30,24 @@ class UncalibratedThreshold(ValueError):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="POLICYDESK_", env_file=".env", extra="ignore")
+    # Secrets are SecretStr (repr and str show "**********"; read with get_secret_value()), and a
+    # validation error never echoes the input, which holds every secret as given.
+    model_config = SettingsConfigDict(env_prefix="POLICYDESK_", env_file=".env", extra="ignore",
+                                      hide_input_in_errors=True)
 
     ENVIRONMENT: str = "local"  # local | test | production
     DATA_DIR: Path = Path(".policydesk")
     # Not prefixed: DATABASE_URL is the conventional name operators already set.
-    DATABASE_URL: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    # A secret: its password is the owner login's.
+    DATABASE_URL: SecretStr | None = Field(default=None, validation_alias="DATABASE_URL")
+    # A streaming read replica of that database (same logins): retrieval and version reads go there,
+    # every write and every read that must be current go to DATABASE_URL (docs/deploy.md).
+    DATABASE_REPLICA_URL: SecretStr | None = Field(default=None, validation_alias="DATABASE_REPLICA_URL")
     # The application connects as this role, which row-level security binds (no BYPASSRLS).
     APP_DB_ROLE: str = "policydesk_app"
-    APP_DB_PASSWORD: str = LOCAL_APP_DB_PASSWORD
+    APP_DB_PASSWORD: SecretStr = SecretStr(LOCAL_APP_DB_PASSWORD)
 
-    SECRET_KEY: str = LOCAL_SECRET_KEY
+    SECRET_KEY: SecretStr = SecretStr(LOCAL_SECRET_KEY)
 
     # Sessions (OWASP ASVS 4.0 V3). None means: Secure outside local and test runs, which are
     # served over plain http (ASVS 3.4.1).
@@ -65,7 +72,7 @@ class Settings(BaseSettings):
     # Single sign-on through OpenID Connect: on when OIDC_ISSUER is set (docs/deploy.md).
     OIDC_ISSUER: str | None = None
     OIDC_CLIENT_ID: str | None = None
-    OIDC_CLIENT_SECRET: str | None = None
+    OIDC_CLIENT_SECRET: SecretStr | None = None
     OIDC_SCOPES: str = "openid profile email"
     OIDC_GROUPS_CLAIM: str = "groups"  # the ID-token claim listing the user's groups
     OIDC_USERNAME_CLAIM: str = "preferred_username"  # the claim that becomes the PolicyDesk user name
@@ -75,7 +82,7 @@ class Settings(BaseSettings):
     OIDC_REDIRECT_URL: str | None = None  # the callback URL the IdP knows; default: from the request
 
     # Providers: Gemini when a key is configured, offline otherwise.
-    GEMINI_API_KEY: str | None = None
+    GEMINI_API_KEY: SecretStr | None = None
     GEMINI_MODEL: str = "gemini-2.5-flash"
     GEMINI_EMBEDDING_MODEL: str = "gemini-embedding-001"
     PROVIDER_TIMEOUT_SECONDS: float = 30.0
@@ -121,6 +128,12 @@ class Settings(BaseSettings):
     # closed when returned, so a pool smaller than the requests in flight reconnects under load.
     DB_POOL_SIZE: int = Field(default=10, ge=1)
     DB_MAX_OVERFLOW: int = Field(default=10, ge=0)
+    # psycopg prepares a statement run 5 times on a connection. Behind a pooler in transaction mode
+    # (PgBouncer pool_mode=transaction, before 1.21's max_prepared_statements) the next transaction
+    # may land on another server connection, where that statement does not exist or another client's
+    # holds its name: set false there (docs/deploy.md). Every session setting PolicyDesk makes is
+    # per transaction (set_config(..., true), advisory xact locks), so nothing else changes.
+    DB_PREPARED_STATEMENTS: bool = True
     MAX_QUESTION_CHARS: int = 1000
     # The plan's own member, subscriber and claim number formats (regular expressions, matched
     # case-insensitively as whole tokens). The refusal gate, the redaction layer, the ingester and
@@ -200,10 +213,17 @@ class Settings(BaseSettings):
     CHUNK_OVERLAP_TOKENS: int = 48
 
     TRACE_RETENTION_DAYS: int = 365
+    # Sign-in attempts and API requests older than this are deleted by `policydesk bookkeeping purge`.
+    BOOKKEEPING_RETENTION_DAYS: int = Field(default=90, gt=0)
+
+    # Operations (docs/deploy.md). /metrics asks for `Authorization: Bearer <METRICS_TOKEN>` when set;
+    # production refuses to start without one.
+    METRICS_TOKEN: SecretStr | None = None
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # `serve`'s JSON logs; other commands log warnings
 
     @model_validator(mode="after")
     def _refuse_default_secret_outside_local(self) -> "Settings":
-        if self.ENVIRONMENT not in ("local", "test") and self.SECRET_KEY == LOCAL_SECRET_KEY:
+        if self.ENVIRONMENT not in ("local", "test") and self.SECRET_KEY.get_secret_value() == LOCAL_SECRET_KEY:
             raise ValueError(
                 "POLICYDESK_SECRET_KEY must be set to a real secret when POLICYDESK_ENVIRONMENT "
                 f"is {self.ENVIRONMENT!r}"
@@ -221,6 +241,14 @@ class Settings(BaseSettings):
         if not self.LOCAL_PASSWORDS and not self.OIDC_ISSUER:
             raise ValueError("POLICYDESK_LOCAL_PASSWORDS is off and no POLICYDESK_OIDC_ISSUER is set: nobody could sign in")
         return self
+
+    @property
+    def database_url(self) -> str | None:
+        return self.DATABASE_URL.get_secret_value() if self.DATABASE_URL else None
+
+    @property
+    def replica_url(self) -> str | None:
+        return self.DATABASE_REPLICA_URL.get_secret_value() if self.DATABASE_REPLICA_URL else None
 
     @property
     def sso_enabled(self) -> bool:

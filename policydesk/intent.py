@@ -145,6 +145,10 @@ class IntentClassifier:
                 log.info("intent classifier fitted on %d labelled questions", len(cases))
         return self
 
+    @property
+    def fitted(self) -> bool:
+        return self._model is not None
+
     def embed(self, question: str) -> np.ndarray:
         return self._embed([question])[0]
 

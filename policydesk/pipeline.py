@@ -42,6 +42,7 @@ from policydesk.synthesis.answered import NOT_ANSWERED_MESSAGE, check_answered
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes, program_notes
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
+from policydesk.logs import bind_trace_id
 from policydesk.tracing import TraceDraft, active_trace, trace_row, write_trace
 from policydesk.users import get_active_user
 from policydesk.versions import (
@@ -145,12 +146,13 @@ class AskPipeline:
         self.embed_model = embed_model
         self.llm = llm
         self._fixed_today = today  # tests and evals pin "today"; a server reads the clock per request
-        self.store = chunk_vector_store(db)
-        self.lookup = VersionLookup(db)
+        # Retrieval and version reads: the read replica when one is configured (Database.reads).
+        self.store = chunk_vector_store(db.reads)
+        self.lookup = VersionLookup(db.reads)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm)
         # The gate fits its classifier on the model itself (a RequestEmbedding only adds per-request reuse).
         self.gate = gate or gate_for(
-            db, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
+            db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
         self.what_changed = what_changed or shared_detector()
         self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
@@ -211,6 +213,7 @@ class AskPipeline:
     # -- the whole request --------------------------------------------------------------------
     def ask(self, req: AskRequest) -> AskResult:
         draft = TraceDraft()
+        bind_trace_id(draft.id)  # this request's log lines name its trace
         result = AskResult(question=req.question, user_name=req.user_name, role=None, trace_id=draft.id)
         vectors = _request_vectors.set({})  # this request's query vectors (RequestEmbedding)
         try:
@@ -238,7 +241,7 @@ class AskPipeline:
                 result.error_code = "unknown_line_of_business" if isinstance(exc, UnknownLineOfBusiness) else None
                 result.abstain_reason = str(exc)
             except Exception as exc:  # fail closed: no half answer, and the trace still lands
-                log.exception("ask failed, trace %s", draft.id)
+                log.exception("ask failed, trace %s", draft.id, extra={"event": "fail_closed"})
                 metrics.FAIL_CLOSED.inc()
                 result.error = f"PolicyDesk could not answer: {exc.__class__.__name__}. Nothing was stated; try again."
                 result.abstain(result.error, "error")
@@ -263,7 +266,7 @@ class AskPipeline:
         # retrieve() opens the span that times the stage and fires the events the trace collects,
         # including the HybridRetrievalEvent that says whether retrieval ran degraded. Extension
         # retrievers join the same fusion; the clearance guard re-checks every node it returns.
-        stack = RequestStack(self.extensions, db=self.db, store=self.store, embed_model=self.embed_model,
+        stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
                              settings=self.settings, clearance=clearance, dates=dates, today=self.today)
         retrieved_nodes = stack.retrieve(QueryBundle(question))
         retrieved = draft.retrieval
@@ -272,7 +275,8 @@ class AskPipeline:
         result.degraded = retrieved.degraded
         if retrieved.degraded:
             metrics.DEGRADED_ANSWERS.inc()
-            log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason)
+            log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason,
+                        extra={"event": "degraded"})
             result.warnings.append(AnswerWarning(kind="degraded", message=(
                 "Retrieval ran degraded: the embedding service failed, so only keyword search was used. "
                 "Check the answer against the cited text.")))
@@ -326,7 +330,7 @@ class AskPipeline:
             if outcome.failed_closed:
                 metrics.FAIL_CLOSED.inc()
                 log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
-                            draft.id, outcome.abstain_reason)
+                            draft.id, outcome.abstain_reason, extra={"event": "fail_closed"})
             if outcome.failed_closed:
                 self._abstain(result, outcome.abstain_reason or "No answer survived validation.", "failed_closed")
             else:
@@ -394,7 +398,7 @@ class AskPipeline:
     def _refuse(self, result: AskResult, code: str, message: str) -> None:
         result.refuse(code, message)
         metrics.REFUSALS.labels(reason=code).inc()
-        log.info("refused (%s), trace %s", code, result.trace_id)
+        log.info("refused (%s), trace %s", code, result.trace_id, extra={"event": "refused", "reason": code})
 
     def _abstain(self, result: AskResult, reason: str, code: str) -> None:
         result.abstain(reason, code)
@@ -427,6 +431,7 @@ class AskPipeline:
                 log.exception("trace write failed")
                 result.trace_id = None
                 raise
+        metrics.observe_stages(draft.stage_ms)
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)

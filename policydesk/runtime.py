@@ -9,5 +9,5 @@ from policydesk.storage.migrate import upgrade
 
 def open_migrated(settings: Settings, database: str | None = None) -> Database:
     db = open_database(settings, database)
-    upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD)
+    upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value())
     return db

@@ -182,16 +182,16 @@ def test_migration_0009_steps_down_and_up_again(make_db, settings):
 
     fresh = make_db()
     with fresh.owner.begin() as conn:
-        command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "0008")
+        command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value()), "0008")
     with fresh.owner.connect() as conn:
         assert conn.execute(text("SELECT to_regclass('api_tokens')")).scalar_one() is None
         assert conn.execute(text("SELECT to_regclass('api_requests')")).scalar_one() is None
     with fresh.owner.begin() as conn:
-        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "0009")
+        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value()), "0009")
     assert current_revision(fresh.owner) == "0009"
     # At 0009 the start-up check rightly names the tables later migrations add (0014's
     # product_choices); back at head it finds nothing wrong.
     assert all("product_choices" in p for p in database_problems(fresh.app))
     with fresh.owner.begin() as conn:
-        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "head")
+        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value()), "head")
     assert database_problems(fresh.app) == []

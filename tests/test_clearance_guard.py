@@ -84,6 +84,7 @@ def test_leaky_retriever_is_dropped_counted_and_logged_before_version_resolution
     assert drops("leaky", "not_readable") - before == len(dropped)
     logged = [r.getMessage() for r in caplog.records if "leak attempt" in r.getMessage()]
     assert len(logged) == len(dropped) and all("component leaky" in m and f"role {role}" in m for m in logged)
+    assert [r.event for r in caplog.records if "leak attempt" in r.getMessage()] == ["leak_attempt"] * len(dropped)
 
 
 @pytest.mark.parametrize("role", ["rep", "supervisor"])

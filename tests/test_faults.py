@@ -63,6 +63,11 @@ def _messages(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == PIPELINE_LOG]
 
 
+def _events(caplog) -> list[str]:
+    """The `event` field each pipeline line carries into the JSON logs (policydesk/logs.py)."""
+    return [r.event for r in caplog.records if r.name == PIPELINE_LOG and hasattr(r, "event")]
+
+
 # -- 1. a source changed after ingest ------------------------------------------------------------
 
 def test_source_edited_after_ingest_is_flagged_on_new_answers_and_in_disputes(make_db, embed_model, settings,
@@ -123,6 +128,7 @@ def test_malformed_model_output_retries_once_then_fails_closed(demo_db, settings
     assert [a["raw"] for a in row["attempts"]] == ["Sure! The limit is 90 days.", "{\"answer\": \"still not the schema\"}"]
     assert all(a["error"] for a in row["attempts"]) and row["model"] == "scripted"
     assert any("failed closed after 2 attempt(s)" in m and str(row["id"]) in m for m in _messages(caplog))
+    assert _events(caplog).count("fail_closed") == 1
     assert _count("policydesk_fail_closed_answers_total") == before + 1
 
 
@@ -142,6 +148,7 @@ def test_provider_timeout_fails_closed_with_no_partial_answer(demo_db, settings,
     assert len(row["attempts"]) == 1 and row["attempts"][0]["error"].startswith("TimeoutError")
     assert row["chunk_ids"], "retrieval ran; only generation failed"
     assert any("failed closed after 1 attempt(s)" in m and "did not respond in time" in m for m in _messages(caplog))
+    assert _events(caplog).count("fail_closed") == 1
 
 
 # -- 4. a role change mid-session, over HTTP -----------------------------------------------------
@@ -189,6 +196,7 @@ def test_out_of_scope_question_is_refused_without_a_model_call(demo_db, settings
     assert row["refused"] and row["chunk_ids"] == [] and row["attempts"] == [] and row["model"] == ""
     assert row["answer"]["refusal_code"] == "out_of_scope"
     assert any(m.startswith("refused (out_of_scope)") for m in _messages(caplog))
+    assert _events(caplog).count("refused") == 1
     assert _count("policydesk_refusals_total", reason="out_of_scope") == before + 1
 
 
@@ -203,6 +211,7 @@ def test_degraded_answer_moves_its_counter_and_shows_on_metrics(demo_db, setting
     assert "Degraded retrieval" in text_of(r.text, "warnings")
     assert _latest_trace(demo_db, names["rep"])["degraded"] is True
     assert any("retrieval degraded" in m and "RESOURCE_EXHAUSTED" in m for m in _messages(caplog))
+    assert _events(caplog).count("degraded") == 1
     assert _count("policydesk_degraded_answers_total") == before + 1
     assert f"policydesk_degraded_answers_total {before + 1}" in client.get("/metrics").text
 

@@ -44,15 +44,15 @@ def test_a_database_built_otherwise_is_rebuilt_with_the_measured_parameters(sett
     create_database(settings, name)
     db = open_database(settings, name)
     try:
-        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD, "head")
+        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value(), "head")
         assert "data_chunks_product_expr" in _statistics(db)
         with db.owner.begin() as conn:
-            command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "0014")
+            command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value()), "0014")
         assert "data_chunks_product_expr" not in _statistics(db)
         with db.owner.begin() as conn:  # an index tuned by hand (or the m = 16 / 64 of migrations before 0013)
             conn.execute(text(f"DROP INDEX {INDEX}; CREATE INDEX {INDEX} ON data_chunks USING hnsw "
                               "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"))
-        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD, "head")
+        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value(), "head")
         assert _index_parameters(db) == {"m": M, "ef_construction": EF_CONSTRUCTION}
         assert "data_chunks_product_expr" in _statistics(db)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from policydesk.config import Settings
 from policydesk.ingest.dryrun import inspect_file
@@ -233,7 +234,7 @@ def test_long_section_is_cut_within_the_model_window_counted_by_the_models_token
 
 def test_gemini_window_is_a_setting(corpus, offline):
     small = _plan(corpus / "policies/imaging.pdf", offline)
-    gemini = _plan(corpus / "policies/imaging.pdf", offline.model_copy(update={"GEMINI_API_KEY": "k"}))
+    gemini = _plan(corpus / "policies/imaging.pdf", offline.model_copy(update={"GEMINI_API_KEY": SecretStr("k")}))
     assert len(gemini.chunks) < len(small.chunks)
     assert max(c.tokens for c in gemini.chunks) <= offline.GEMINI_CHUNK_MAX_TOKENS
     pinned = _plan(corpus / "policies/imaging.pdf", offline.model_copy(update={"CHUNK_MAX_TOKENS": 128}))

@@ -238,13 +238,13 @@ def test_rows_written_before_the_product_column_still_verify_and_a_product_is_ha
     create_database(settings, name)
     db = open_database(settings, name)
     try:
-        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD, "0013")
+        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value(), "0013")
         insert = ("INSERT INTO traces (id, kind, user_name, user_role, permitted_levels, sensitive_cleared, question) "
                   "VALUES (:id, 'ask', 'alice', 'rep', ARRAY['public'], false, 'q')")
         old = uuid.uuid4()
         with db.owner.begin() as conn:
             conn.execute(text(insert), {"id": old})
-        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD, "head")
+        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value(), "head")
         assert verify_chain(db.owner).ok  # the old row's hash did not move
         with db.owner.begin() as conn:
             conn.execute(text(insert.replace("question)", "question, line_of_business)")

@@ -166,13 +166,13 @@ def test_existing_traces_are_chained_by_the_migration(make_db, settings):
     create_database(settings, name)
     db = open_database(settings, name)
     try:
-        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD, revision="0004")
+        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value(), revision="0004")
         with db.owner.begin() as conn:
             for i in range(3):
                 conn.execute(text(
                     "INSERT INTO traces (id, kind, user_name, user_role, permitted_levels, sensitive_cleared, question) "
                     "VALUES (gen_random_uuid(), 'ask', 'old', 'rep', ARRAY['public'], false, :q)"), {"q": f"q{i}"})
-        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD)
+        upgrade(db.owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value())
         write_trace(db, _row())
         report = verify_chain(db.owner)
         assert report.ok and report.rows == 4

@@ -126,7 +126,9 @@ def test_outage_is_a_clear_503_and_the_app_recovers_by_itself(served, client, ca
             _assert_clear_503(_ask(client))
             _assert_clear_503(client.post("/ask", data={"question": QUESTION, "csrf_token": client.token},
                                           headers={"Accept": "application/json"}), json=True)
-            _assert_clear_503(client.get("/healthz"))
+            ready = client.get("/readyz")
+            assert ready.status_code == 503 and ready.json()["failing"][0] == "database", ready.text
+            assert client.get("/healthz").text == "ok"  # liveness: the process is up, nothing to restart
             _assert_clear_503(client.post("/login", data={"name": "restart-rep", "password": PASSWORD,
                                                           "csrf_token": client.token}))
         assert any(rec.getMessage() == "database error: OperationalError" for rec in caplog.records)
@@ -134,7 +136,7 @@ def test_outage_is_a_clear_503_and_the_app_recovers_by_itself(served, client, ca
         _start(served["pg"])
 
     # No restart of the app: pool_pre_ping replaces the dead pooled connections.
-    assert client.get("/healthz").text == "ok"
+    assert client.get("/readyz").json()["status"] == "ready"
     r = _ask(client)
     assert r.status_code == 200 and "90 days" in text_of(r.text, "answer-text")
     assert table_counts(served["db"])["traces"] == traces_before + 1  # nothing committed before was lost

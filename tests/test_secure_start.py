@@ -9,6 +9,7 @@ import sys
 import uuid
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import text
 
 from policydesk.config import Settings
@@ -92,12 +93,14 @@ def test_start_refuses_an_app_login_that_may_edit_traces(db, settings):
 
 
 def test_production_refuses_default_db_password_and_short_secret(settings):
-    prod = settings.model_copy(update={"ENVIRONMENT": "production", "SECRET_KEY": "x" * 31})
+    prod = settings.model_copy(update={"ENVIRONMENT": "production", "SECRET_KEY": SecretStr("x" * 31)})
     problems = settings_problems(prod)
-    assert len(problems) == 2
+    assert len(problems) == 3
     assert problems[0].startswith("POLICYDESK_APP_DB_PASSWORD is the shipped default")
     assert problems[1].startswith("POLICYDESK_SECRET_KEY is shorter than 32 bytes")
-    fixed = prod.model_copy(update={"APP_DB_PASSWORD": "a-real-password-from-the-vault", "SECRET_KEY": "k" * 32})
+    assert problems[2].startswith("POLICYDESK_METRICS_TOKEN is not set, so /metrics would be open")
+    fixed = prod.model_copy(update={"APP_DB_PASSWORD": SecretStr("a-real-password-from-the-vault"),
+                                 "SECRET_KEY": SecretStr("k" * 32), "METRICS_TOKEN": SecretStr("m" * 32)})
     assert settings_problems(fixed) == []
     assert settings_problems(settings) == []  # local and test runs keep their defaults
 

@@ -431,12 +431,12 @@ def test_migration_0006_steps_down_and_up_again(make_db, settings):
 
     db = make_db()
     with db.owner.begin() as conn:
-        command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "0005")
+        command.downgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value()), "0005")
     assert current_revision(db.owner) == "0005"
     with db.owner.connect() as conn:
         assert conn.execute(text("SELECT to_regclass('login_attempts')")).scalar_one() is None
         assert conn.execute(text("SELECT count(*) FROM information_schema.columns "
                                  "WHERE table_name = 'users' AND column_name = 'disabled_at'")).scalar_one() == 0
     with db.owner.begin() as conn:
-        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD), "0006")
+        command.upgrade(alembic_config(conn, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value()), "0006")
     assert current_revision(db.owner) == "0006"

@@ -5,12 +5,14 @@ made with httpx, the code exchange and ID-token checks by the app through Authli
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from urllib.parse import parse_qs, quote, urlparse
 
 import httpx
 import oidc_provider_mock
 import pytest
+from pydantic import SecretStr
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -37,7 +39,7 @@ def db(make_db):
 
 def _app(settings, db, idp, **overrides):
     sso_settings = settings.model_copy(update={
-        "OIDC_ISSUER": idp, "OIDC_CLIENT_ID": "policydesk", "OIDC_CLIENT_SECRET": "policydesk-secret",
+        "OIDC_ISSUER": idp, "OIDC_CLIENT_ID": "policydesk", "OIDC_CLIENT_SECRET": SecretStr("policydesk-secret"),
         "OIDC_ROLE_MAP": ROLE_MAP, **overrides})
     return create_app(sso_settings, db=db, pipeline=object())
 
@@ -123,10 +125,13 @@ def test_several_mapped_groups_give_the_most_cleared_role(app, db, idp):
 
 
 @pytest.mark.parametrize("groups", [["staff", "finance"], [], None])
-def test_a_user_without_a_mapped_group_is_refused(app, db, idp, groups):
+def test_a_user_without_a_mapped_group_is_refused(app, db, idp, groups, caplog):
     name = _name()
     claims = {"preferred_username": name} | ({"groups": groups} if groups is not None else {})
-    client, done = sso_sign_in(app, idp, f"sub-{name}", claims)
+    with caplog.at_level(logging.WARNING, logger="policydesk.web.routes.sso"):
+        client, done = sso_sign_in(app, idp, f"sub-{name}", claims)
+    refused = [r for r in caplog.records if getattr(r, "event", None) == "sso_refused"]
+    assert len(refused) == 1 and f"sub-{name}" in refused[0].getMessage()
     assert done.status_code == 403
     assert text_of(done.text, "notice-error") == REFUSED_NO_ROLE
     assert _user(db, name) is None

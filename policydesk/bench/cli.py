@@ -158,7 +158,7 @@ def bench_command(
         if not keep:
             from sqlalchemy import create_engine
 
-            eng = create_engine(owner_url(settings.DATABASE_URL, settings.DATA_DIR, "postgres"),
+            eng = create_engine(owner_url(settings.database_url, settings.DATA_DIR, "postgres"),
                                 isolation_level="AUTOCOMMIT")
             with eng.connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,4 +1,5 @@
-"""`policydesk traces`: retention purge, chain verification, exports for auditors."""
+"""`policydesk traces`: retention purge, chain verification, exports for auditors; `policydesk
+bookkeeping purge`: retention for sign-in attempts and API request records."""
 
 from __future__ import annotations
 
@@ -74,3 +75,26 @@ def traces_verify() -> None:
             typer.secho(f"{r.table}: BROKEN at {r.broken}; {r.rows} rows before it verify", fg=typer.colors.RED)
     if not all(r.ok for r in reports):
         raise typer.Exit(1)
+
+
+bookkeeping_app = typer.Typer(help="Manage sign-in attempts and API request records.", no_args_is_help=True)
+
+
+@bookkeeping_app.command("purge")
+def bookkeeping_purge(older_than: Annotated[Optional[int], typer.Option("--older-than", help="Days.")] = None,
+                      by: Annotated[Optional[str], typer.Option("--by", help="Who runs the purge (default: OS user).")] = None,
+                      ) -> None:
+    """Delete sign-in attempts and API request records older than DAYS (default from settings) as the
+    owner, with an audit entry; rows the throttles still read are never deleted."""
+    import getpass
+
+    from policydesk.storage.retention import purge_bookkeeping
+
+    settings = get_settings()
+    days = older_than if older_than is not None else settings.BOOKKEEPING_RETENTION_DAYS
+    with _database() as db:
+        try:
+            removed = purge_bookkeeping(db.owner, settings, older_than_days=days, actor=by or getpass.getuser())
+        except ValueError as exc:
+            _fail(f"--older-than: {exc}")
+    typer.echo(", ".join(f"deleted {n} {table} rows" for table, n in removed.items()) + f" older than {days} days")

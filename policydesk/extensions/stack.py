@@ -149,7 +149,7 @@ class RequestStack:
             log.warning("leak attempt: component %s returned chunk %s that fails the caller's clearance (%s; role %s),"
                         " dropped before %s, trace %s", who, drop.chunk_id, drop.reason, self.clearance.role,
                         "version resolution" if stage == "retrieval" else "the prompt",
-                        draft.id if draft is not None else "-")
+                        draft.id if draft is not None else "-", extra={"event": "leak_attempt"})
             self.dropped.append({"chunk_id": drop.chunk_id, "reason": drop.reason, "component": who,
                                  "stage": stage})
         if draft is not None:

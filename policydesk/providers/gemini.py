@@ -99,7 +99,7 @@ def gemini_llm(
         http_options["httpx_async_client"] = httpx_async_client
     return RetryingGoogleGenAI(
         model=settings.GEMINI_MODEL,
-        api_key=settings.GEMINI_API_KEY,
+        api_key=settings.GEMINI_API_KEY.get_secret_value(),
         temperature=0.0,
         max_tokens=MAX_OUTPUT_TOKENS,
         context_window=CONTEXT_WINDOW,
@@ -118,7 +118,7 @@ def gemini_embedding(settings: Settings) -> BaseEmbedding:
 
     return GoogleGenAIEmbedding(
         model_name=settings.GEMINI_EMBEDDING_MODEL,
-        api_key=settings.GEMINI_API_KEY,
+        api_key=settings.GEMINI_API_KEY.get_secret_value(),
         embed_batch_size=settings.EMBED_BATCH_SIZE,
         # The chunk table is vector(384); Gemini embeddings are Matryoshka-truncatable.
         embedding_config=types.EmbedContentConfig(output_dimensionality=settings.EMBED_DIM),

@@ -79,13 +79,31 @@ def app_url(owner: URL, role: str, password: str) -> URL:
 
 
 @dataclass
+class ReplicaReads:
+    """The application login on a streaming read replica: what retrieval and version reads use
+    (`Database.reads`). `owner` stays the primary's: nothing here writes."""
+
+    app: Engine
+    app_async: AsyncEngine
+    owner: Engine
+
+
+@dataclass
 class Database:
     owner_url: URL
     app_url: URL
     owner: Engine
     app: Engine
     app_async: AsyncEngine
+    replica: ReplicaReads | None = None  # DATABASE_REPLICA_URL
     _closed: bool = field(default=False, repr=False)
+
+    @property
+    def reads(self) -> "Database | ReplicaReads":
+        """Where retrieval and version reads go: the replica when one is configured. Writes (traces,
+        feedback, audit, sessions' bookkeeping), role look-ups and reads that must be current (a
+        citation re-check, a disputes check against the text indexed now) use `app`, the primary."""
+        return self.replica or self
 
     def dispose(self) -> None:
         if self._closed:
@@ -94,31 +112,56 @@ class Database:
         self.owner.dispose()
         self.app.dispose()
         self.app_async.sync_engine.dispose()  # NullPool: nothing is held open
+        if self.replica is not None:
+            self.replica.app.dispose()
+            self.replica.app_async.sync_engine.dispose()
+
+
+def _prepare_args(settings) -> dict:
+    """psycopg's connection arguments for prepared statements: none behind a transaction pooler."""
+    return {} if settings.DB_PREPARED_STATEMENTS else {"prepare_threshold": None}
 
 
 def open_database(settings, database: str | None = None) -> Database:
     """Engines for the configured database. Migrations must have run for the app role to exist."""
-    owner = owner_url(settings.DATABASE_URL, settings.DATA_DIR, database)
-    app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD)
+    owner = owner_url(settings.database_url, settings.DATA_DIR, database)
+    app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value())
     # pg_stat_activity names the process holding each connection (one per `serve` worker).
-    engine_kwargs = {"pool_pre_ping": True, "connect_args": {"application_name": f"policydesk-{os.getpid()}"}}
+    connect_args = {"application_name": f"policydesk-{os.getpid()}"} | _prepare_args(settings)
+    engine_kwargs = {"pool_pre_ping": True, "connect_args": connect_args}
     owner_engine = create_engine(owner, **engine_kwargs)
-    app_engine = create_engine(app, pool_size=settings.DB_POOL_SIZE, max_overflow=settings.DB_MAX_OVERFLOW,
-                               **engine_kwargs)
+    app_engine, app_async = _app_engines(app, settings, engine_kwargs)
+    replica = None
+    if settings.replica_url:
+        replica_app = app_url(_psycopg_url(settings.replica_url, database), settings.APP_DB_ROLE,
+                              settings.APP_DB_PASSWORD.get_secret_value())
+        replica = ReplicaReads(*_app_engines(replica_app, settings, engine_kwargs), owner=owner_engine)
+    return Database(owner, app, owner_engine, app_engine, app_async, replica)
+
+
+def _psycopg_url(url: str, database: str | None) -> URL:
+    out = make_url(url).set(drivername="postgresql+psycopg")
+    return out.set(database=database) if database else out
+
+
+def _app_engines(url: URL, settings, engine_kwargs: dict) -> tuple[Engine, AsyncEngine]:
+    """The application login's pooled engine and its async twin, each transaction scoped (RLS)."""
+    engine = create_engine(url, pool_size=settings.DB_POOL_SIZE, max_overflow=settings.DB_MAX_OVERFLOW,
+                           **engine_kwargs)
     # No pool for async: each asyncio.run() has its own loop, and a pooled connection must not
     # outlive the loop that opened it.
-    app_async = create_async_engine(app, poolclass=NullPool)
-    for engine in (app_engine, app_async.sync_engine):
+    async_engine = create_async_engine(url, poolclass=NullPool, connect_args=_prepare_args(settings))
+    for e in (engine, async_engine.sync_engine):
         install_scope_hook(
-            engine, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES,
+            e, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES,
             iterative_scan=settings.HNSW_ITERATIVE_SCAN,
         )
-    return Database(owner, app, owner_engine, app_engine, app_async)
+    return engine, async_engine
 
 
 def create_database(settings, name: str) -> None:
     """Create an empty database on the configured server (tests use one per run)."""
-    url = owner_url(settings.DATABASE_URL, settings.DATA_DIR, "postgres")
+    url = owner_url(settings.database_url, settings.DATA_DIR, "postgres")
     engine = create_engine(url, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
         exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()

@@ -103,12 +103,15 @@ def settings_problems(settings) -> list[str]:
     if settings.ENVIRONMENT != "production":
         return []
     problems = []
-    if settings.APP_DB_PASSWORD == LOCAL_APP_DB_PASSWORD:
+    if settings.APP_DB_PASSWORD.get_secret_value() == LOCAL_APP_DB_PASSWORD:
         problems.append("POLICYDESK_APP_DB_PASSWORD is the shipped default: set a real password for the "
                         "application login (and ALTER ROLE ... PASSWORD to match)")
-    if len(settings.SECRET_KEY.encode()) < MIN_SECRET_KEY_BYTES:
+    if len(settings.SECRET_KEY.get_secret_value().encode()) < MIN_SECRET_KEY_BYTES:
         problems.append(f"POLICYDESK_SECRET_KEY is shorter than {MIN_SECRET_KEY_BYTES} bytes: set a random key, "
                         "e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'")
+    if not settings.METRICS_TOKEN:
+        problems.append("POLICYDESK_METRICS_TOKEN is not set, so /metrics would be open to anyone who reaches the "
+                        "port: set a random token and give it to the Prometheus scrape job as its bearer token")
     return problems
 
 

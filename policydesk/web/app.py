@@ -22,6 +22,7 @@ from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_prote
 from policydesk.web import api
 from policydesk.web.api.deps import field_errors
 from policydesk.web.api.problems import ApiProblem, is_api, kind_for_status, problem_response
+from policydesk.web.observe import RequestObservation
 from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports, sso
 from policydesk.web.templating import TEMPLATES
 
@@ -69,9 +70,10 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     # Starlette always sets HttpOnly. The cookie's own lifetime is the absolute limit; the idle
     # and absolute limits themselves are enforced server-side from the session's timestamps
     # (deps.current_user), since a browser may keep a cookie as long as it likes.
-    app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY, session_cookie=SESSION_COOKIE,
+    app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY.get_secret_value(), session_cookie=SESSION_COOKIE,
                        max_age=settings.SESSION_MAX_HOURS * 60 * 60, same_site="lax",
                        https_only=settings.session_cookie_secure)
+    app.add_middleware(RequestObservation)  # outermost: request id and latency for everything below
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (auth, ask, feedback, disputes, reports, ops):
         app.include_router(module.router)

@@ -31,7 +31,7 @@ def oidc_client(settings):
 
     oauth = OAuth()
     return oauth.register(
-        name="idp", client_id=settings.OIDC_CLIENT_ID, client_secret=settings.OIDC_CLIENT_SECRET,
+        name="idp", client_id=settings.OIDC_CLIENT_ID, client_secret=settings.OIDC_CLIENT_SECRET.get_secret_value() if settings.OIDC_CLIENT_SECRET else None,
         server_metadata_url=settings.OIDC_ISSUER.rstrip("/") + "/.well-known/openid-configuration",
         client_kwargs={"scope": settings.OIDC_SCOPES})
 
@@ -63,14 +63,14 @@ async def finish_sso(request: Request, db: DbDep):
     try:
         token = await client.authorize_access_token(request)
     except OAuthError as exc:
-        log.warning("single sign-on failed: %s", exc.error)
+        log.warning("single sign-on failed: %s", exc.error, extra={"event": "sso_failed"})
         return _refused(request, "Single sign-on did not complete. Try again from the sign-in page.", 401)
     claims = token.get("userinfo") or {}
     settings = request.app.state.settings
     try:
         user = await run_in_threadpool(_sign_in, db, claims, settings)
     except sso.SsoRefused as exc:
-        log.info("single sign-on refused for subject %s: %s", claims.get("sub"), exc)
+        log.warning("single sign-on refused for subject %s: %s", claims.get("sub"), exc, extra={"event": "sso_refused"})
         return _refused(request, str(exc), 403)
     target = request.session.get(NEXT_KEY)
     await run_in_threadpool(start_session, request, db, name=user)  # the same server-side session as a password sign-in

@@ -1,0 +1,62 @@
+"""What every HTTP request leaves for operators: a request id (the caller's X-Request-ID when it is
+plain, else a new one), bound to the request's log lines and echoed in the response, and its latency
+by route template in Prometheus."""
+
+from __future__ import annotations
+
+import time
+
+from policydesk.logs import REQUEST_ID_HEADER, request_context, request_id_from
+
+_HEADER = REQUEST_ID_HEADER.lower().encode()
+
+
+class RequestObservation:
+    """Pure ASGI (no extra task), outermost, so the id is bound before any other middleware runs and
+    uvicorn's access line, written from inside `send`, sees it."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v for k, v in scope["headers"] if k == _HEADER), None)
+        request_id = request_id_from(given.decode("latin-1") if given is not None else None)
+        started = time.perf_counter()
+        status = 500  # what the latency is filed under if the app never answers
+
+        async def send_with_id(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", []), (_HEADER, request_id.encode())]}
+            await send(message)
+
+        with request_context(request_id):
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                _observe(scope, status, time.perf_counter() - started)
+
+
+def route_template(scope) -> str:
+    """The matched route's template with its router's prefix ("/api/v1/citations/{trace_id}/{chunk_id}"):
+    one series per route, never one per path. The route in scope is the router's own (no prefix), so
+    the prefix is the part of the path before where the route's pattern matches."""
+    route, path = scope.get("route"), scope.get("path", "")
+    template, pattern = getattr(route, "path", None), getattr(route, "path_regex", None)
+    if template is None or pattern is None:
+        return "unmatched"  # a 404: one series for every unknown path
+    for i, char in enumerate(path):
+        if char == "/" and pattern.match(path[i:]):
+            return path[:i] + template
+    return template
+
+
+def _observe(scope, status: int, seconds: float) -> None:
+    from policydesk import metrics
+
+    metrics.HTTP_REQUEST_SECONDS.labels(method=scope["method"], route=route_template(scope),
+                                        status=str(status)).observe(seconds)

@@ -1,0 +1,200 @@
+"""`policydesk serve --workers 2` as a platform team runs it: its log, read line by line, is JSON
+with request and trace ids and never a question's text.
+
+One server for the module (each worker loads its own model); every request goes over a fresh
+connection, so the kernel hands them to both workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy.orm import Session
+
+from policydesk.config import Settings
+from policydesk.ingest import ingest_directory
+from policydesk.runtime import open_migrated
+from policydesk.storage.engine import embedded_server, stop_embedded_server
+from policydesk.users import add_user
+from tests.api_helpers import bearer, make_token
+from tests.test_ingest import _corpus, _entries
+from tests.web_helpers import PASSWORD, free_port
+
+pytestmark = pytest.mark.slow
+
+CLI = str(Path(sys.executable).parent / "policydesk")
+REPO = Path(__file__).resolve().parent.parent
+METRICS_TOKEN = "metrics-" + uuid.uuid4().hex
+# A word no policy, prompt or log template holds: wherever it shows up, a question's text leaked.
+MARKER = "Zigguratville"
+ANSWERED = f"What is the timely filing limit for a claim from {MARKER} Clinic?"
+REFUSED = f"Member CVM12345678 of {MARKER} Clinic wants to know the timely filing limit."
+
+
+def _start(data_dir: Path, port: int, log: Path, **env) -> subprocess.Popen:
+    full = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
+                POLICYDESK_API_RATE_LIMIT="10000",
+                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env)
+    full.pop("DATABASE_URL", None)
+    with log.open("ab") as sink:
+        return subprocess.Popen([CLI, "serve", "--port", str(port), "--workers", "2"], env=full, cwd=REPO,
+                                stdout=sink, stderr=subprocess.STDOUT)
+
+
+def wait_started(proc: subprocess.Popen, log: Path, workers: int = 2, seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds  # each worker loads its own model, then accepts connections
+    while log.read_text(errors="replace").count("Application startup complete") < workers:
+        assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.5)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, embed_model):
+    data_dir = tmp_path_factory.mktemp("ops")
+    settings = Settings(DATA_DIR=data_dir, _env_file=None)
+    db = open_migrated(settings)
+    corpus = _corpus(tmp_path_factory.mktemp("ops-corpus"), _entries("policies/pol-tf-v1.pdf"))
+    ingest_directory(db, corpus, embed_model, settings)
+    with Session(db.owner) as s, s.begin():
+        add_user(s, name="ops-rep", role="rep", password=PASSWORD)
+    port, log = free_port(), data_dir / "serve.log"
+    proc = _start(data_dir, port, log, POLICYDESK_METRICS_TOKEN=METRICS_TOKEN)
+    try:
+        wait_started(proc, log)
+        yield {"url": f"http://127.0.0.1:{port}", "db": db, "proc": proc, "log": log, "data_dir": data_dir,
+               "token": make_token(db, "ops-rep")}
+    finally:
+        stop(proc)
+        db.dispose()
+        stop_embedded_server(data_dir)
+
+
+def ask(served, question: str, headers: dict | None = None) -> httpx.Response:
+    with httpx.Client(base_url=served["url"], timeout=120) as c:  # a fresh connection: either worker
+        return c.post("/api/v1/ask", json={"question": question}, headers=bearer(served["token"]) | (headers or {}))
+
+
+def log_records(log: Path) -> list[dict]:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"a log line is not JSON: {line[:300]!r}")
+    return records
+
+
+def test_every_log_line_is_json_with_request_and_trace_ids_and_no_question_text(served):
+    request_id = f"lb-{uuid.uuid4().hex[:16]}"
+    answered = ask(served, ANSWERED, {"X-Request-ID": request_id})
+    assert answered.status_code == 200, answered.text[:300]
+    assert answered.headers["X-Request-ID"] == request_id  # echoed as given
+    refused = ask(served, REFUSED)
+    assert refused.status_code == 422 and refused.json()["type"] == "refused", refused.text[:300]
+    generated = refused.headers["X-Request-ID"]
+    assert len(generated) == 32 and generated != request_id  # none given: a new one
+    odd = ask(served, ANSWERED, {"X-Request-ID": "x" * 129})  # too long to log as given
+    assert odd.headers["X-Request-ID"] != "x" * 129
+    time.sleep(0.5)  # the access line of the last response
+
+    records = log_records(served["log"])
+    assert records and all({"time", "level", "logger", "message"} <= r.keys() for r in records)
+    assert sum("Application startup complete" in r["message"] for r in records) == 2  # uvicorn's own lines
+    access = [r for r in records if r["logger"] == "uvicorn.access" and r.get("request_id") == request_id]
+    assert [(a["method"], a["path"], a["status"]) for a in access] == [("POST", "/api/v1/ask", 200)]
+    assert access[0]["trace_id"] == answered.json()["trace_id"]  # the access line names the answer's trace
+    ask_lines = [r for r in records if r["logger"] == "policydesk.pipeline" and r.get("request_id") == request_id]
+    assert ask_lines and all(r["trace_id"] == answered.json()["trace_id"] for r in ask_lines)
+    refusal = [r for r in records if r.get("event") == "refused" and r.get("request_id") == generated]
+    assert len(refusal) == 1 and refusal[0]["trace_id"] == refused.json()["trace_id"]
+    assert refusal[0]["reason"] == "member_identifier" and refusal[0]["level"] == "INFO"
+    text = served["log"].read_text(errors="replace")
+    assert MARKER not in text and "CVM12345678" not in text
+
+
+def scrape(served, token: str | None = METRICS_TOKEN) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(base_url=served["url"], timeout=30) as c:  # a fresh connection: either worker
+        return c.get("/metrics", headers=headers)
+
+
+def sample(body: str, name: str, **labels: str) -> float:
+    """One sample's value in a scrape (0 when absent); labels match as a subset, in any order."""
+    total = None
+    for line in body.splitlines():
+        m = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
+        if not m:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            if total is not None:
+                pytest.fail(f"{name} {labels} matches more than one series")
+            total = float(m.group(2))
+    return total or 0.0
+
+
+def test_every_scrape_sums_all_workers_and_needs_the_token(served):
+    assert scrape(served, token=None).status_code == 401
+    assert scrape(served, token="not-the-token").status_code == 403
+    before = {sample(scrape(served).text, "policydesk_refusals_total", reason="member_identifier") for _ in range(4)}
+    assert len(before) == 1, before  # every worker's scrape agrees before, too
+    n = 12
+    for _ in range(n):
+        assert ask(served, REFUSED).status_code == 422
+    scrapes = [scrape(served) for _ in range(8)]
+    assert all(r.status_code == 200 for r in scrapes)
+    start = before.pop()
+    refused = [sample(r.text, "policydesk_refusals_total", reason="member_identifier") for r in scrapes]
+    assert refused == [start + n] * len(scrapes)
+    body = scrapes[-1].text
+    # The HTTP latency histogram by route template counts the same requests, whichever worker served them.
+    asks = sample(body, "policydesk_http_request_seconds_count", method="POST", route="/api/v1/ask", status="422")
+    assert asks >= n
+    assert sample(body, "policydesk_http_request_seconds_bucket", route="/api/v1/ask", status="422", le="+Inf") == asks
+    for stage in ("resolve_role", "refusal_gate", "trace_write"):  # a refused ask's stages
+        assert sample(body, "policydesk_stage_seconds_count", stage=stage) >= n, stage
+        assert 'policydesk_stage_seconds_bucket{le="0.01",stage="%s"}' % stage in body
+    assert sample(body, "policydesk_stage_seconds_count", stage="retrieval") >= 1  # the answered ask
+    # The metrics files live under the data dir, one set per worker process.
+    assert len({p.name.rsplit("_", 1)[-1] for p in (served["data_dir"] / "metrics").glob("*.db")}) >= 2
+
+
+def test_healthz_and_readyz_and_a_stopped_database_named(served):
+    """Last in the module: it stops the database under the running server."""
+    with httpx.Client(base_url=served["url"], timeout=30) as c:
+        assert c.get("/healthz").text == "ok"
+        ready = c.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "ready", ready.text
+        server = embedded_server(served["data_dir"])
+        served["db"].dispose()
+        server.stop()  # pg_ctl stop, as the server's system user
+        try:
+            for _ in range(4):  # whichever worker answers
+                with httpx.Client(base_url=served["url"], timeout=30) as fresh:
+                    down = fresh.get("/readyz")
+                    assert down.status_code == 503 and down.json()["failing"][0] == "database", down.text
+                    assert down.json()["checks"]["database"].startswith("unreachable")
+                    assert fresh.get("/healthz").text == "ok"  # the process itself is fine: no restart
+        finally:
+            with server._lock:
+                server.ensure_postgres_running()
+        with httpx.Client(base_url=served["url"], timeout=30) as fresh:
+            assert fresh.get("/readyz").status_code == 200  # ready again, without a restart
