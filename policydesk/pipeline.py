@@ -7,14 +7,10 @@ ever ranked, reasoned over, or generated from.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 from datetime import date
-from typing import Any
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import QueryBundle
-from pydantic import PrivateAttr
 from sqlalchemy.orm import Session
 
 from policydesk import metrics
@@ -36,6 +32,7 @@ from policydesk.products import (
     variants_in_context,
 )
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
+from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
 from policydesk.answerability import names_source, program_names
 from policydesk.synthesis.answered import NOT_ANSWERED_MESSAGE, check_answered
@@ -65,72 +62,6 @@ EXTRACTIVE_NOTE = "Answered by the offline extractive answerer: quoted sentences
 
 def _quoted(d: QuestionDate) -> str:
     return f"\u201c{d.text}\u201d ({d.value.isoformat()})"
-
-
-# The query vectors of the request under way, by text (see RequestEmbedding).
-_request_vectors: contextvars.ContextVar[dict[str, list[float]] | None] = contextvars.ContextVar(
-    "policydesk_request_vectors", default=None)
-
-
-class RequestEmbedding(BaseEmbedding):
-    """The pipeline's embedding model, remembering each query vector for the rest of its request.
-
-    The dense arm embeds the question, and the offline answerer ranks sentences against the same
-    question (each part of a split question): the second asks for a vector the first computed,
-    which cost a whole model run per answer (issue 17, point 4). The vectors live only while
-    `AskPipeline.ask` runs and are keyed by the exact text, so nothing crosses requests or users;
-    outside a request, and for every text (chunk) embedding, it is the wrapped model unchanged.
-    """
-
-    _inner: Any = PrivateAttr()
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(model_name=getattr(inner, "model_name", "unknown"),
-                         embed_batch_size=getattr(inner, "embed_batch_size", 10))
-        self._inner = inner
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "RequestEmbedding"
-
-    @property
-    def inner(self) -> Any:
-        return self._inner
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        vectors = _request_vectors.get()
-        if vectors is not None and query in vectors:
-            return vectors[query]
-        vector = self._inner.get_query_embedding(query)
-        if vectors is not None:
-            vectors[query] = vector
-        return vector
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        vectors = _request_vectors.get()
-        if vectors is not None and query in vectors:
-            return vectors[query]
-        vector = await self._inner.aget_query_embedding(query)
-        if vectors is not None:
-            vectors[query] = vector
-        return vector
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._inner.get_text_embedding(text)
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._inner.get_text_embedding_batch(texts)
-
-    async def _aget_text_embedding(self, text: str) -> list[float]:
-        return await self._inner.aget_text_embedding(text)
-
-    def __getattr__(self, name: str) -> Any:  # anything else the wrapped model offers
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("_"):
-                raise
-            return getattr(self._inner, name)
 
 
 class AskError(Exception):
@@ -215,11 +146,8 @@ class AskPipeline:
         draft = TraceDraft()
         bind_trace_id(draft.id)  # this request's log lines name its trace
         result = AskResult(question=req.question, user_name=req.user_name, role=None, trace_id=draft.id)
-        vectors = _request_vectors.set({})  # this request's query vectors (RequestEmbedding)
-        try:
+        with request_vectors():  # this request's query vectors (RequestEmbedding)
             self._ask(req, draft, result)
-        finally:
-            _request_vectors.reset(vectors)
         return result
 
     def _ask(self, req: AskRequest, draft: TraceDraft, result: AskResult) -> None:
@@ -331,7 +259,6 @@ class AskPipeline:
                 metrics.FAIL_CLOSED.inc()
                 log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
                             draft.id, outcome.abstain_reason, extra={"event": "fail_closed"})
-            if outcome.failed_closed:
                 self._abstain(result, outcome.abstain_reason or "No answer survived validation.", "failed_closed")
             else:
                 self._withhold(result, held, outcome.abstain_reason or "the answerer found no answer in the sources")
