@@ -87,7 +87,7 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         r"(?:days?|hours?|weeks?|months?|years?))\b|\b(?:deadline|time\s*(?:limit|frame|line)|timeframe|"
         r"turn-?around|window|cut-?off|tfl|timely\s+filing\s+(?:limit|rule|period|deadline|window))\b|"
         r"\bwithin\s+how\b|\bby\s+when\b|\bhow\s+many\s+days\b|\bhow\s+(?:far|much|long)\s+(?:ahead|in\s+advance|before)\b|"
-        r"\bhow\s+early\b", re.IGNORECASE)),
+        r"\bhow\s+early\b|\bhow\s+often\b|\bhow\s+frequently\b", re.IGNORECASE)),
     ("distance", re.compile(r"\bhow\s+(?:far|close|many\s+miles)\b", re.IGNORECASE)),
     ("amount", re.compile(
         r"\b(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|dollars?|cost|costs|fee|fees|"

@@ -335,6 +335,9 @@ class AskPipeline:
         so an unanswerable question and one about a subject above the caller's clearance read alike."""
         log.info("not answered, trace %s: %s", result.trace_id, why)
         result.abstain(NOT_ANSWERED_MESSAGE.format(question=result.question.strip()), "not_answered")
+        # Warnings about sources no answer rests on say nothing to the caller (and would tell apart
+        # questions that differ only in what retrieval happened to read).
+        result.warnings = [w for w in result.warnings if w.kind in REQUEST_WARNINGS]
 
     def _withhold(self, result: AskResult, held, why: str) -> None:
         """No answer from what is in force: refused for the not-in-force policy the question
@@ -362,6 +365,10 @@ class AskPipeline:
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)
+
+
+# Warnings about the request itself, kept when nothing is answered.
+REQUEST_WARNINGS = frozenset({"redacted", "date_from_question", "date_in_question", "degraded"})
 
 
 def _titles(nodes) -> list[str]:

@@ -59,6 +59,7 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
         return AnsweredVerdict(False, [f"the sources never mention: {', '.join(unknown)}"])
     whole = Ask.of(question, programs, chosen_program)
     common = _common_terms(nodes.values())
+    unfamiliar = unknown_terms(question, vocabulary, everyday=True) if vocabulary is not None else []
     unmet: list[str] = []
     for part in question_parts(question):
         ask = Ask.of(part, programs, chosen_program)
@@ -68,9 +69,10 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
             node = next((nodes[c] for c in claim.citations if c in nodes), None)
             passage = passage_of(claim.text, node)
             verdict = fit(ask, passage)
-            if verdict.meets and ask.kind == "open" and wanted and not wanted & terms(passage.scope_text):
-                # nothing to check the value against: the sentence must at least speak of what is asked
-                unmet.append("shares no word of what is asked")
+            if verdict.meets and unfamiliar and wanted and not wanted & terms(passage.scope_text):
+                # the question uses a word the sources never do ("fitness referral"): the sentence
+                # must at least speak of something else the question asks about
+                unmet.append(f"speaks of nothing asked; the sources never mention: {', '.join(unfamiliar)}")
                 continue
             if verdict.meets:
                 return AnsweredVerdict(True)
