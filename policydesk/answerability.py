@@ -163,7 +163,7 @@ def _compiled(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, re
     return out
 
 
-# "Harborline Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
+# "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
 _LABELLED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){1,3})\s+\(([A-Za-z][A-Za-z ]{1,30})\)")
 
 
@@ -174,7 +174,7 @@ def labelled_names(text: str) -> set[tuple[str, str]]:
 
 def program_names(labels: Iterable[tuple[str, str]], products: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """The programs a corpus names, each with the plan's names for it: the products its sources
-    name, plus every label of a family of names ("Harborline Choice (commercial)", "Harborline
+    name, plus every label of a family of names ("Northwind Choice (commercial)", "Northwind
     KidsCare (CHIP)") sharing a first word, once one label of that family is a known product."""
     key = lambda label: "_".join(label.lower().split())  # noqa: E731 - "Medicare Advantage" -> medicare_advantage
     found: dict[str, set[str]] = {p: set() for p in products}

@@ -79,7 +79,7 @@ def _within_one_edit(a: str, b: str) -> bool:
 class Vocabulary:
     words: frozenset[str]  # folded words of every readable title, heading and text
     initials: frozenset[str]  # initials of runs of 2-5 readable content words ("timely filing limit" -> tfl)
-    labels: frozenset[tuple[str, str]] = frozenset()  # "Harborline Choice (commercial)" as (name, label)
+    labels: frozenset[tuple[str, str]] = frozenset()  # "Northwind Choice (commercial)" as (name, label)
     _sorted: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -169,7 +169,7 @@ class SentenceChooser:
         if not quotable:
             return []
         # Each sentence under its heading, and, where it has one, with its lead-in too ("(c) Family
-        # Care (Medicaid). Harborline decides ..."): the closer reading counts.
+        # Care (Medicaid). The plan decides ..."): the closer reading counts.
         plain = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text, _ in quotable])
         led = [(i, f"{blocks[b].heading}: {lead} {text}") for i, (b, _, text, lead) in enumerate(quotable) if lead]
         vectors = [[v] for v in plain]

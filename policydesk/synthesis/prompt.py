@@ -97,7 +97,7 @@ CHOSEN_PROGRAM_NOTE = "The staff member chose the line of business {name}; answe
 
 def program_notes(programs: Mapping[str, Sequence[str]], chosen: str | None) -> list[str]:
     """The notes that tell the model which programs exist (with the plan's names for each:
-    "medicaid (Harborline Family Care)") and which one the asker chose."""
+    "medicaid (Northwind Family Care)") and which one the asker chose."""
     names = "; ".join(f"{p} ({' / '.join(a)})" if a else p for p, a in programs.items())
     notes = [PROGRAMS_NOTE.format(names=names)] if programs else []
     return notes + ([CHOSEN_PROGRAM_NOTE.format(name=chosen)] if chosen else [])
