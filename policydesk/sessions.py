@@ -66,9 +66,7 @@ _TOUCH = text("""
       AND s.started_at > :now - :lifetime AND s.seen_at > :now - :idle
     RETURNING u.name, u.role
 """)
-_STATE = text("""
-    SELECT s.started_at, s.ended_at FROM sessions s WHERE s.secret_sha256 = :h
-""")
+_STATE = text("SELECT started_at, seen_at, ended_at FROM sessions WHERE secret_sha256 = :h")
 
 
 def touch(session: Session, *, session_id: str, now: datetime, limits: SessionLimits) -> Touched:
@@ -81,9 +79,14 @@ def touch(session: Session, *, session_id: str, now: datetime, limits: SessionLi
     state = session.execute(_STATE, params).first()
     if state is None or state.ended_at is not None:
         return Touched()
-    reason = EXPIRED if now - state.started_at >= limits.lifetime else IDLE
+    if now - state.started_at >= limits.lifetime:
+        reason = EXPIRED
+    elif now - state.seen_at >= limits.idle:
+        reason = IDLE
+    else:
+        return Touched()  # within its limits: its user is disabled (their next sign-in is refused)
     if not _end(session, params["h"], now, reason):
-        return Touched()  # ended by someone else in the meantime, or its user was disabled
+        return Touched()  # ended by someone else in the meantime
     return Touched(ended=reason)
 
 

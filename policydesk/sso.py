@@ -6,7 +6,8 @@ The identity provider (IdP) proves who signed in and lists their groups in one c
 - the first sign-in creates the user with the mapped role, linked to the IdP account
   (`users.oidc_subject` = `iss|sub`), with no usable password;
 - later sign-ins find the user by that link (never by name alone, so an IdP account cannot take
-  over a local account that happens to share its name) and refresh the role from the claim.
+  over a local account that happens to share its name) and refresh the role from the claim; a
+  changed role ends the user's other sessions, as `policydesk users set-role` does.
 Between sign-ins the role in the database stays the source of truth on every request, exactly
 as for local users (`policydesk users set-role` applies on the next request).
 

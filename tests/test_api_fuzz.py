@@ -102,3 +102,71 @@ def test_no_api_input_gets_a_server_error(schema, auth):
           + ", ".join(f"{s}: {n}" for s, n in sorted(by_status.items())))
     assert total >= 2 * 5 * MAX_EXAMPLES
     assert any(s == 200 for (_, _, s) in STATS), "no fuzzed request was answered: the fuzzing never reached a handler"
+
+
+# -- every problem is recorded, whatever the input -------------------------------------------------
+
+from urllib.parse import quote  # noqa: E402
+
+from hypothesis import strategies as st  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+
+# Any character a JSON string can carry, NUL, controls and far planes included (not lone surrogates,
+# which a client cannot send as UTF-8).
+_ANY_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=24)
+_FIELDS = ("question", "date_of_service", "denial_notice_date", "line_of_business", "member_date", "trace_id",
+           "verdict", "reason", "note")
+_BODIES = st.dictionaries(st.one_of(st.sampled_from(_FIELDS), _ANY_TEXT),
+                          st.one_of(_ANY_TEXT, st.integers(), st.none(), st.lists(_ANY_TEXT, max_size=2)), max_size=4)
+_OPERATIONS = st.sampled_from([
+    ("POST", "/api/v1/traces/{}/check"), ("GET", "/api/v1/citations/{}/x"), ("GET", "/api/v1/versions/{}"),
+    ("GET", "/api/v1/traces?words={}&asked_from={}"), ("POST", "/api/v1/feedback"), ("POST", "/api/v1/ask"),
+])
+
+
+def _records(db, name: str) -> tuple[int, set[str]]:
+    with db.owner.connect() as conn:
+        audited = conn.execute(text("SELECT count(*) FROM audit_log WHERE actor = :a AND action = 'api_problem'"),
+                               {"a": name}).scalar_one()
+        traced = set(conn.execute(text("SELECT CAST(id AS text) FROM traces WHERE user_name = :a"),
+                                  {"a": name}).scalars())
+    return audited, traced
+
+
+def test_every_refused_api_request_leaves_exactly_one_record(fuzz_app, demo_db):
+    # A 403 or 422 problem is recorded once: as the failed trace it names (`trace_id`), or else as
+    # one api_problem audit row. A NUL in a path used to make the audit insert fail and record nothing.
+    name = f"fuzz-audit-{uuid.uuid4().hex[:6]}"
+    with Session(demo_db.owner) as s, s.begin():
+        add_user(s, name=name, role="compliance", password=PASSWORD)
+    headers = bearer(make_token(demo_db, name))
+    client = TestClient(fuzz_app)
+    seen: Counter = Counter()
+
+    @given(operation=_OPERATIONS, value=_ANY_TEXT, body=_BODIES)
+    @hypothesis_settings(max_examples=80, deadline=None, database=None, derandomize=True,
+                         suppress_health_check=list(HealthCheck))
+    def call(operation, value, body):
+        method, template = operation
+        path = template.format(*[quote(value, safe="")] * template.count("{}"))
+        audited, traced = _records(demo_db, name)
+        r = client.request(method, path, json=body if method == "POST" else None, headers=headers)
+        assert r.status_code < 500, (method, path, body, r.text[:300])
+        after_audited, after_traced = _records(demo_db, name)
+        new_traces = after_traced - traced
+        seen[r.status_code] += 1
+        if r.status_code in (403, 422):
+            problem = r.json()
+            if problem.get("trace_id"):
+                assert (after_audited, new_traces) == (audited, {problem["trace_id"]}), (path, body, problem)
+            else:
+                assert (after_audited, new_traces) == (audited + 1, set()), (path, body, problem)
+        elif r.status_code >= 400:
+            assert after_audited == audited, (path, r.status_code)
+
+    call()
+    before = _records(demo_db, name)[0]
+    assert client.post("/api/v1/traces/abc%00/check", json={"member_date": "2025-11-03"},
+                       headers=headers).status_code == 422
+    assert _records(demo_db, name)[0] == before + 1
+    assert seen[422] >= 20, seen  # the fuzzing reached the validators, not only the router
