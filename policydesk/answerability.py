@@ -331,9 +331,10 @@ _TITLE_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}\b")
 NAMED_SHARE = 2 / 3
 
 
-def names_source(question: str, title: str, other_titles: Iterable[str]) -> bool:
+def names_source(question: str, title: str, other_titles: Iterable[str], other_text: str = "") -> bool:
     """The question names this source: it gives the code in its title ("HB-2026-07"), or most of
-    the words of its title that no other title in play has."""
+    the words of its title that no other title in play has, or one of them that nothing else in
+    play (`other_text`) uses at all ("telehealth" when no other source speaks of it)."""
     codes = {c.lower() for c in _TITLE_CODE.findall(title) if not re.fullmatch(r"(?:19|20)\d\d", c)}
     if codes & {c.lower() for c in _TITLE_CODE.findall(question)}:
         return True
@@ -341,4 +342,7 @@ def names_source(question: str, title: str, other_titles: Iterable[str]) -> bool
     for t in other_titles:
         others |= _title_words(t)
     own = _title_words(title) - others
-    return bool(own) and len(own & _title_words(question)) >= NAMED_SHARE * len(own)
+    used = own & _title_words(question)
+    if own and len(used) >= NAMED_SHARE * len(own):
+        return True
+    return bool(used - set(normalize(other_text)))

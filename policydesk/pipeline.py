@@ -221,7 +221,8 @@ class AskPipeline:
         result.conflicts = report.conflicts
         result.context_ids = [n.node.node_id for n in nodes]
         held = report.held_back  # the top-ranked policy had no version in force on its date
-        if held is not None and (not nodes or names_source(question, held.title, _titles(nodes))):
+        if held is not None and (not nodes or names_source(question, held.title, _titles(nodes),
+                                                            " ".join(n.node.get_content() for n in nodes))):
             self._refuse(result, "no_version_in_force", str(held))  # the question is about that policy
             return
 
@@ -274,7 +275,8 @@ class AskPipeline:
             return
         by_id = {n.node.node_id: n for n in nodes}
         answered = check_answered(question, outcome.answer, by_id, vocabulary=vocabulary,
-                                  programs=programs, chosen_program=result.line_of_business)
+                                  programs=programs, chosen_program=result.line_of_business,
+                                  held_title=held.title if held is not None else None)
         if screening.topic_gated or not answered.answered:
             self._withhold(result, held, "topic above the caller's clearance" if screening.topic_gated
                            else "; ".join(answered.unmet))

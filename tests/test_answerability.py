@@ -141,6 +141,11 @@ def test_names_source_by_its_code_or_a_title_word_no_other_title_has():
                         ["Bulletin HB-2031-02 Appeals Change"])
     assert not names_source("What is the Medicaid filing limit?", "CHIP Bulletin: Filing Change",
                             ["Medicaid Claims: Filing"])
+    # a title word nothing else in play uses names it too
+    assert names_source("Is audio-only telehealth covered?", "Telehealth Visit Standards", ["Hospice Services"],
+                        "Hospice care is covered for members with a terminal illness.")
+    assert not names_source("Is audio-only telehealth covered?", "Telehealth Visit Standards", ["Hospice Services"],
+                            "Telehealth visits are covered like office visits.")
 
 
 # ---------------------------------------------------------------- the in-force rule, end to end
@@ -160,7 +165,7 @@ def in_force_db(make_db, embed_model, settings, tmp_path_factory):
         ("body", "Claim filing deadline: starting January 1, 2032 the claim filing deadline for claims is 45 days "
                  "from the date of service."),
     ])
-    _pdf(root / "policies/claims.pdf", "Claims Submission", [
+    _pdf(root / "policies/claims.pdf", "Claim Filing Deadlines", [
         ("h1", "Submission Limits"),
         ("body", "Providers must submit a claim within 120 days of the date of service."),
     ])
@@ -168,7 +173,7 @@ def in_force_db(make_db, embed_model, settings, tmp_path_factory):
         {"file": "policies/notice.pdf", "id": "FDN", "title": "Filing Deadline Change Notice", "type": "policy",
          "version": 1, "effective_from": "2032-01-01", "date_basis": "date_of_service", "access_level": "public",
          "sensitive": False, "owner": "Claims"},
-        {"file": "policies/claims.pdf", "id": "CSUB", "title": "Claims Submission", "type": "policy", "version": 1,
+        {"file": "policies/claims.pdf", "id": "CSUB", "title": "Claim Filing Deadlines", "type": "policy", "version": 1,
          "effective_from": "2030-01-01", "date_basis": "date_of_service", "access_level": "public",
          "sensitive": False, "owner": "Claims"},
     ]

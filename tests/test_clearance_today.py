@@ -51,6 +51,8 @@ def test_demoted_supervisor_loses_the_cited_restricted_text(web_app, demo_db, ca
         "sanity: while a supervisor, the links show text a rep may not read"
 
     _set_role(demo_db, name, "rep")
+    assert client.get(urls[0]).status_code == 303  # the role change ended the session at once
+    client = sign_in(web_app, name)  # signed in again, as a rep
     after = {u: client.get(u, headers={"HX-Request": "true"}) for u in urls}
     for u in siu_urls:
         assert after[u].status_code == 404
@@ -73,8 +75,10 @@ def test_promoted_back_the_link_works_again(web_app, demo_db):
     client = sign_in(web_app, name)
     urls = [u for u in _CITATION_URL.findall(ask(client, SIU_QUESTION).text) if "POL-SIU" in u]
     _set_role(demo_db, name, "rep")
+    client = sign_in(web_app, name)  # a role change ends the session: the next sign-in is a rep's
     assert client.get(urls[0]).status_code == 404
     _set_role(demo_db, name, "supervisor")
+    client = sign_in(web_app, name)
     assert client.get(urls[0]).status_code == 200
 
 
@@ -88,6 +92,8 @@ def test_demoted_reviewer_sees_no_cited_text_on_disputes(web_app, demo_db, clien
     trace_id = _CITATION_URL.findall(page.text)[0].split("/")[2]
     assert reviewer.get(f"/disputes/{trace_id}").status_code == 200
     _set_role(demo_db, name, "supervisor")
+    assert reviewer.get(f"/disputes/{trace_id}").status_code == 303  # the session ended with the role
+    reviewer = sign_in(web_app, name)
     for path in (f"/disputes/{trace_id}", "/disputes", "/disputes/audit"):
         r = reviewer.get(path)
         assert r.status_code == 403 and catalog.restricted_in_text("supervisor", r.text) == set()

@@ -161,7 +161,7 @@ def test_role_change_mid_session_ends_it_and_the_next_sign_in_retrieves_under_th
     app = create_app(settings, db=demo_db, pipeline=pipeline)
     client = sign_in(app, names["mover"])
     question = "What is the SIU case scoring threshold for a fraud referral?"
-    assert by_class(_ask(client, question).text, "status-refused")
+    assert by_class(_ask(client, question).text, "status-no_answer")  # a subject above the rep: not answered
     assert _latest_trace(demo_db, names["mover"])["user_role"] == "rep"
     token = token_of(client)
 
@@ -173,7 +173,7 @@ def test_role_change_mid_session_ends_it_and_the_next_sign_in_retrieves_under_th
     client = sign_in(app, names["mover"])
     with caplog.at_level(logging.INFO, logger=PIPELINE_LOG):
         r = _ask(client, question)
-    assert r.status_code == 200 and not by_class(r.text, "status-refused")
+    assert r.status_code == 200 and by_class(r.text, "status-answered")
     row = _latest_trace(demo_db, names["mover"])
     assert row["user_role"] == "supervisor" and "restricted" in row["permitted_levels"]
     assert any(c.startswith("POL-SIU") for c in row["chunk_ids"])

@@ -15,6 +15,7 @@ import re
 import uuid
 
 import pytest
+from pydantic import SecretStr
 from llama_index.core.base.response.schema import Response
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -72,7 +73,8 @@ def configured(settings, demo_db):
                 add_user(session, name=name, role=role, password=PASSWORD)
             else:
                 assert user.role == role, f"demo user {name} has role {user.role}"
-    cfg = settings.model_copy(update={"DATABASE_URL": demo_db.owner_url.render_as_string(hide_password=False),
+    # model_copy does not validate: the secret goes in as the type the setting holds
+    cfg = settings.model_copy(update={"DATABASE_URL": SecretStr(demo_db.owner_url.render_as_string(hide_password=False)),
                                       "TODAY": WEB_TODAY})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("policydesk.config.get_settings", lambda: cfg)

