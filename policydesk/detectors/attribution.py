@@ -50,6 +50,9 @@ _PERSON_CUES = (
     r"\b(?:at|from)\s+home\b|\bhome\s+(?:phone|number|line|tel)\b",
     r"\b(?:called|calling|texted|texting)\s+(?:\w+\s+){0,3}?from\b",
     r"\bnew\s+(?:contact\s+|phone\s+|cell\s+)?(?:number|phone|cell)\b",
+    # a number someone hands over: "the member gave phone", "left a callback number", "provided their cell"
+    r"\b(?:gave|gives|give|left|provided|provides|shared|read\s+out)\s+(?:(?:her|his|their|a|an|the|us)\s+)?"
+    r"(?:\w+\s+)?(?:phone|number|cell|mobile|contact|fax)\b",
 )
 _PERSON_CUE = re.compile("|".join(f"(?:{c})" for c in _PERSON_CUES), _I)
 # Attributions to a line, an office or a function of the plan or a provider.
