@@ -62,8 +62,13 @@ def _changed(p: PlannedSource, existing: dict) -> bool:
 
 
 def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False,
-                     skip_bad: bool = False) -> IngestReport:
+                     skip_bad: bool = False, only: set[tuple[str, int]] | None = None) -> IngestReport:
+    """`only`: ingest just these (doc_id, version) sources of the manifest, in this one
+    transaction (the other versions already indexed still shape their windows); sync.py calls it
+    once per source, so a source that fails its checks leaves the others written."""
     sources = load_manifest(Path(directory))
+    if only is not None:
+        sources = [s for s in sources if (s.doc_id, s.version) in only]
     budget = budget_for(settings)
     report = IngestReport(sources=len(sources))
 
