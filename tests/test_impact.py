@@ -96,6 +96,19 @@ def test_sync_writes_only_the_edited_source_and_then_nothing(edited):
     assert "0 synced" in again.stdout and "synced:" not in again.stdout, again.stdout
 
 
+def test_after_the_sync_an_answer_citing_the_edited_text_says_so(edited):
+    before = [w for w in edited["asked"]["rep_appeal"].warnings if w.kind == "recent_change"]
+    assert not any("Appeals FAQ" in w.message for w in before)
+    again = edited["pipeline"].ask(AskRequest(user_name=edited["names"]["rep"], question=APPEAL_QUESTION))
+    assert "WIKI-APPEALS" in _cited(again)
+    today = datetime.now(timezone.utc).date().isoformat()
+    assert any(w.kind == "recent_change" and w.message.startswith(f"Appeals FAQ version 1 was edited on {today}")
+               for w in again.warnings), again.warnings
+    unrelated = edited["pipeline"].ask(AskRequest(user_name=edited["names"]["rep"],
+                                                  question="What is the timely filing limit?"))
+    assert not any("was edited on" in w.message for w in unrelated.warnings)
+
+
 def test_report_impact_lists_the_appeal_answer_and_not_the_unrelated_one(edited):
     yesterday = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
     out = _cli(edited["db"], "report", "impact", "--since", yesterday, "--format", "jsonl")
