@@ -116,3 +116,41 @@ def report_impact(
         body = _standalone("reports/impact_document.html",
                            **impact.impact_view(rows, start=start, end=end, viewer_role=clearance.role))
     _write(body, out, "impact list")
+
+
+@report_app.command("owners")
+def report_owners(
+        since: Annotated[Optional[str], typer.Option("--since", help="First day of questions (default: 30 days ago).")] = None,
+        until: Annotated[Optional[str], typer.Option("--until", help="Last day (default: today).")] = None,
+        owner: Annotated[Optional[str], typer.Option("--owner", help="Only this source owner.")] = None,
+        directory: Annotated[Optional[Path], typer.Option("--dir", help="The document folder, for the manifest's "
+                                                          "review_every (default: POLICYDESK_SYNC_DIR).")] = None,
+        fmt: Annotated[str, typer.Option("--format", help="csv or html.")] = "csv",
+        as_user: Annotated[Optional[str], typer.Option("--as", help="Compute as this user's clearance "
+                                                       "(default: compliance, for the operator).")] = None,
+        out: Annotated[Optional[Path], typer.Option("--out", help="File to write (default: stdout).")] = None,
+) -> None:
+    """Per source owner: sources not yet synced, past review, with a recent or coming version, unanswered questions."""
+    from datetime import timedelta
+
+    from policydesk.ingest import IngestError
+    from policydesk.providers import embedding_for
+    from policydesk.reports.owners import owners_csv, owners_report
+
+    if fmt not in ("csv", "html"):
+        _fail("--format must be csv or html")
+    settings = get_settings()
+    end = _parse_date(until, "--until") or datetime.now(timezone.utc).date()
+    start = _parse_date(since, "--since") or end - timedelta(days=30)
+    if end < start:
+        _fail(f"--until ({end}) is before --since ({start})")
+    with _database() as db:
+        try:
+            report = owners_report(db, _clearance_as(db, as_user), start=start, end=end, today=settings.today(),
+                                   recent_days=settings.RECENT_CHANGE_DAYS, directory=directory or settings.SYNC_DIR,
+                                   owner=owner, embed_model=embedding_for(settings) if owner else None)
+        except IngestError as exc:
+            _fail(f"the folder's manifest could not be read: {exc}")
+    body = owners_csv(report) if fmt == "csv" else _standalone(
+        "reports/owners_document.html", report=report, form={"owner": owner or ""})
+    _write(body, out, "owners report")

@@ -141,7 +141,8 @@ def version_catalog(session: Session, *, clearance: Clearance) -> list[Row]:
     v = DocumentVersion
     return list(session.execute(
         select(v.doc_id, v.version, v.title, v.source_type, v.owner, v.effective_from, v.source_sha256,
-               v.disk_sha256, v.line_of_business).where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
+               v.disk_sha256, v.line_of_business, v.source_file, v.text_changed_at)
+        .where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
 
 
 def product_names(session: Session, *, clearance: Clearance) -> list[str]:
