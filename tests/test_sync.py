@@ -230,4 +230,42 @@ def test_without_a_folder_configured_notices_are_refused(folder, settings, embed
     with Session(db.owner) as session, session.begin():
         add_user(session, name="notice-nofolder", role="compliance", password="notice-password-long")
     r = _post(TestClient(app), make_token(db, "notice-nofolder"), {"paths": ["alpha.md"]})
-    assert "SYNC_DIR" in is_problem(r, 503, "unavailable")["detail"]
+    assert "SYNC_DIR" in is_problem(r, 404, "not_found")["detail"]
+
+
+class _HeldModel:
+    """The real embedding model, held at its first batch until the test lets it go."""
+
+    def __init__(self, model, release):
+        self._model, self._release = model, release
+        self.started = __import__("threading").Event()
+
+    def get_text_embedding_batch(self, texts, **kwargs):
+        self.started.set()
+        assert self._release.wait(60), "the test never released the sync"
+        return self._model.get_text_embedding_batch(texts, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def test_the_web_keeps_answering_while_a_notice_syncs(notices, embed_model):
+    import threading
+
+    from policydesk.ingest.worker import SyncWorker
+
+    root, db, app, client, tokens = notices
+    release = threading.Event()
+    held = _HeldModel(embed_model, release)
+    app.state.sync_worker = SyncWorker(db, root, held, app.state.settings)
+    _edit(root, "alpha.md", "seven", "three")
+    try:
+        assert _post(client, tokens["compliance"], {"paths": ["alpha.md"]}).status_code == 202
+        assert held.started.wait(60)  # the sync is now inside its transaction, embedding
+        r = client.get("/api/v1/versions/WIKI-ALPHA", headers=bearer(tokens["rep"]))
+        assert r.status_code == 200, r.text
+        assert not any("opens at three" in t for t in _indexed(db, "WIKI-ALPHA")[1])  # not committed yet
+    finally:
+        release.set()
+    assert app.state.sync_worker.wait_idle(120)
+    assert any("opens at three" in t for t in _indexed(db, "WIKI-ALPHA")[1])

@@ -3,7 +3,8 @@ from the configured folder (`POLICYDESK_SYNC_DIR`) on a background thread.
 
 Only a compliance token may send one: a sync changes what every answer cites. The notice only
 names sources; their text is always read from the folder, never from the request. A notice
-naming anything the folder's manifest does not list is refused whole (422), nothing queued.
+naming anything the folder's manifest does not list is refused whole (422), nothing queued; a
+server with no folder configured answers 404.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def sync_worker(request: Request) -> SyncWorker:
 
 
 @router.post("/sources/changed", status_code=202, response_model=Queued, openapi_extra=body_schema(ChangeNotice),
-             responses=problems(403, 503), summary="Sync the sources the document system says changed")
+             responses=problems(403, 404, 503), summary="Sync the sources the document system says changed")
 async def sources_changed(request: Request, user: Annotated[Staff, Depends(sync_user)]) -> JSONResponse:
     raw = await read_body(request, request.app.state.settings.API_MAX_BODY_BYTES)
     queued = await run_in_threadpool(_queue, request, raw)
@@ -79,7 +80,8 @@ def _queue(request: Request, raw: bytes) -> list[str]:
         check_text(**{f"name {i + 1}": name})
     directory = request.app.state.settings.SYNC_DIR
     if directory is None:
-        raise ApiProblem("unavailable", "No document folder is configured (POLICYDESK_SYNC_DIR): notices cannot be synced.")
+        # The resource a notice is about does not exist here: this server syncs no folder.
+        raise ApiProblem("not_found", "This server syncs no document folder (POLICYDESK_SYNC_DIR is not set).")
     try:
         chosen = select_sources(load_manifest(directory), paths=notice.paths or (), ids=notice.ids or ())
     except UnknownSources as exc:
