@@ -160,6 +160,23 @@ def test_the_page_shows_compliance_every_row_and_a_supervisor_only_theirs(edited
     assert csv_body.status_code == 200 and rep_trace in csv_body.text and comp_trace not in csv_body.text
 
 
+def test_the_replay_link_reruns_the_answer_as_its_own_trace(edited, clients):
+    from policydesk.storage.models import Trace
+    from tests.web_helpers import csrf_from
+
+    since = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
+    page = clients["compliance"].get("/reports/impact", params={"since": since})
+    rep_trace = str(edited["asked"]["rep_appeal"].trace_id)
+    [form] = [f for f in find(page.text, "form") if f["attrs"].get("action") == f"/disputes/{rep_trace}/replay"]
+    used = datetime.now(timezone.utc).date().isoformat()
+    r = clients["compliance"].post(form["attrs"]["action"], data={"member_date": used, "csrf_token": csrf_from(page.text)})
+    assert r.status_code == 200, r.text[:300]
+    with Session(edited["db"].owner) as session:
+        replays = list(session.scalars(select(Trace).where(Trace.replay_of == uuid.UUID(rep_trace))))
+    assert len(replays) == 1 and replays[0].kind == "replay" and replays[0].user_role == "rep"
+    assert any(c["doc_id"] == "WIKI-APPEALS" and NEW_SENTENCE in c["text"] for c in replays[0].citations)
+
+
 def test_every_view_and_export_is_audit_logged(edited, clients):
     since = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
     clients["supervisor"].get("/reports/impact", params={"since": since, "format": "jsonl"})
