@@ -212,3 +212,33 @@ def test_a_new_version_covering_the_day_asked_lists_the_answers_it_replaces(edit
     assert [(r.doc_id, r.version, r.change, r.applies_now) for r in tf] == [
         ("POL-TF", latest["version"], "wrong_version", latest["version"] + 1)]
     assert tf[0].diff is None and tf[0].old_sha256 == tf[0].new_sha256  # the text itself is unchanged
+
+
+def test_a_citation_the_viewer_may_not_read_is_never_listed(edited):
+    """A rep's answer (within a supervisor's clearance) that cited a compliance-level section,
+    since changed: compliance sees the row, the supervisor does not, not even its hashes."""
+    from sqlalchemy import text as sql
+
+    from policydesk.tracing import write_trace
+
+    db = edited["db"]
+    with db.owner.connect() as conn:
+        chunk = conn.execute(sql("SELECT node_id, text, metadata_ FROM data_chunks "
+                                 "WHERE metadata_->>'access_level' = 'compliance' ORDER BY id LIMIT 1")).one()
+    meta = chunk.metadata_
+    tid = uuid.uuid4()
+    write_trace(db, {
+        "id": tid, "kind": "ask", "user_name": edited["names"]["rep"], "user_role": "rep",
+        "permitted_levels": ["public", "internal"], "sensitive_cleared": False, "question": "a question",
+        "created_at": datetime.now(timezone.utc), "chunk_ids": [chunk.node_id], "answer_text": "x",
+        "citations": [{"chunk_id": chunk.node_id, "doc_id": meta["doc_id"], "title": meta["title"],
+                       "section": meta.get("section", "s"), "source_type": "policy", "version": meta["version"],
+                       "effective_from": meta["effective_from"], "effective_to": None,
+                       "text_sha256": "0" * 64, "text": "the text as it was"}],
+    })
+    today = datetime.now(timezone.utc).date()
+    full = impact_rows(db, clearance_for("compliance"), start=today, end=today)
+    assert [r.change for r in full if r.trace_id == str(tid)] == ["edited"]
+    sup = impact_rows(db, clearance_for("supervisor"), start=today, end=today)
+    assert str(tid) not in {r.trace_id for r in sup}
+    assert str(edited["asked"]["rep_appeal"].trace_id) in {r.trace_id for r in sup}
