@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from policydesk.access import clearance_for
