@@ -9,6 +9,8 @@ wiki page edited in place, which is what gets edited in a document folder."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -125,6 +127,24 @@ def test_report_impact_lists_the_appeal_answer_and_not_the_unrelated_one(edited)
     assert f"-{OLD_SENTENCE}" in rep["diff"].replace("\n", " ") or OLD_SENTENCE in rep["diff"]
     assert NEW_SENTENCE in rep["diff"]
     assert rep["replay_url"] == f"/disputes/{rep['trace_id']}"
+
+
+def test_report_impact_as_a_supervisor_and_as_html(edited, tmp_path):
+    yesterday = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
+    a = edited["asked"]
+    out = _cli(edited["db"], "report", "impact", "--since", yesterday, "--format", "csv",
+               "--as", edited["names"]["supervisor"])
+    assert out.returncode == 0, out.stderr
+    ids = {r["trace_id"] for r in csv.DictReader(io.StringIO(out.stdout))}
+    assert str(a["rep_appeal"].trace_id) in ids and str(a["compliance_appeal"].trace_id) not in ids
+    page = tmp_path / "impact.html"
+    out = _cli(edited["db"], "report", "impact", "--since", yesterday, "--format", "html", "--out", str(page))
+    assert out.returncode == 0, out.stderr
+    html = page.read_text()
+    assert str(a["rep_appeal"].trace_id) in html and NEW_SENTENCE in html and "<style>" in html
+    assert "/replay" not in html  # a file has no session to replay from
+    bad = _cli(edited["db"], "report", "impact", "--since", yesterday, "--format", "xml")
+    assert bad.returncode == 2 and "--format must be one of jsonl, csv, html" in bad.stderr
 
 
 def test_a_period_before_the_answers_lists_nothing(edited):

@@ -131,6 +131,12 @@ def test_owner_filter_and_csv_from_the_command_line(world):
     assert {(r["owner"], r["kind"], r["doc_id"]) for r in rows} == {
         ("Desk Training", "not_synced", "WIKI-BETA"), ("Desk Training", "past_review", "WIKI-ALPHA"),
         ("Desk Training", "unanswered", "WIKI-ALPHA")}
+    page = root.parent / "owners.html"
+    out = subprocess.run([CLI, "report", "owners", "--dir", str(root), "--format", "html", "--out", str(page)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    html = page.read_text()
+    assert 'data-owner="Front Office"' in html and "version 2 took effect" in html and "<style>" in html
 
 
 def test_the_page_for_supervisors_and_compliance_only(world, settings, embed_model):
