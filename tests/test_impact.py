@@ -176,6 +176,7 @@ def test_the_page_shows_compliance_every_row_and_a_supervisor_only_theirs(edited
     assert sup.status_code == 200
     assert rep_trace in _listed(sup) and comp_trace not in _listed(sup)
     assert clients["rep"].get("/reports/impact", params={"since": since}).status_code == 403
+    assert 'href="/reports/impact"' in sup.text and 'href="/reports/impact"' not in clients["rep"].get("/ask").text
     csv_body = clients["supervisor"].get("/reports/impact", params={"since": since, "format": "csv"})
     assert csv_body.status_code == 200 and rep_trace in csv_body.text and comp_trace not in csv_body.text
 
