@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from policydesk.ingest import ingest_directory
 from policydesk.ingest.plan import file_sha256
 from policydesk.ingest.sync import SyncReport, sync_directory, sync_every
-from policydesk.storage.models import Chunk, DocumentVersion
+from policydesk.storage.models import AuditEntry, Chunk, DocumentVersion
 from policydesk.users import add_user
 from tests.api_helpers import bearer, is_problem, make_token
 
@@ -169,6 +169,9 @@ def test_a_notice_for_one_file_syncs_only_that_file(notices):
     assert r.status_code == 202 and r.json() == {"queued": ["alpha.md"]}
     assert app.state.sync_worker.wait_idle(120)
     assert [x.written for x in app.state.sync_worker.results] == [["WIKI-ALPHA v1"]]
+    with Session(db.owner) as session:
+        audited = list(session.scalars(select(AuditEntry).where(AuditEntry.action == "sources_changed")))
+    assert [(a.actor, a.details["queued"]) for a in audited] == [("notice-compliance", ["alpha.md"])]
     assert any("opens at five" in t for t in _indexed(db, "WIKI-ALPHA")[1])
     assert _indexed(db, "WIKI-BETA") == beta_before
     r = _post(client, tokens["compliance"], {"ids": ["WIKI-BETA"]})

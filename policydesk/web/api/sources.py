@@ -4,7 +4,8 @@ from the configured folder (`POLICYDESK_SYNC_DIR`) on a background thread.
 Only a compliance token may send one: a sync changes what every answer cites. The notice only
 names sources; their text is always read from the folder, never from the request. A notice
 naming anything the folder's manifest does not list is refused whole (422), nothing queued; a
-server with no folder configured answers 404.
+server with no folder configured answers 404. Each accepted notice is an audit_log row
+(`sources_changed`: who, which files).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
+from policydesk import disputes
 from policydesk.ingest.errors import IngestError
 from policydesk.ingest.manifest import load_manifest
 from policydesk.ingest.sync import UnknownSources, select_sources
@@ -70,11 +72,11 @@ def sync_worker(request: Request) -> SyncWorker:
              responses=problems(403, 404, 503), summary="Sync the sources the document system says changed")
 async def sources_changed(request: Request, user: Annotated[Staff, Depends(sync_user)]) -> JSONResponse:
     raw = await read_body(request, request.app.state.settings.API_MAX_BODY_BYTES)
-    queued = await run_in_threadpool(_queue, request, raw)
+    queued = await run_in_threadpool(_queue, request, user, raw)
     return JSONResponse(Queued(queued=queued).model_dump(), status_code=202)
 
 
-def _queue(request: Request, raw: bytes) -> list[str]:
+def _queue(request: Request, user: Staff, raw: bytes) -> list[str]:
     notice = parse_body(raw, ChangeNotice)
     for i, name in enumerate([*(notice.paths or []), *(notice.ids or [])]):
         check_text(**{f"name {i + 1}": name})
@@ -91,4 +93,7 @@ def _queue(request: Request, raw: bytes) -> list[str]:
     except IngestError as exc:
         raise ApiProblem("unavailable", f"The document folder's manifest is not valid, nothing was queued: {exc}") from None
     sync_worker(request).submit(Notice(tuple(notice.paths or ()), tuple(notice.ids or ())))
-    return [s.file for s in chosen]
+    queued = [s.file for s in chosen]
+    disputes.audit(request.app.state.db, actor=user.name, action="sources_changed", target="sources",
+                   details={"queued": queued})
+    return queued
