@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from policydesk.access import ROLES, UnknownRoleError
 from policydesk.commands.common import _database, _fail, _parse_date
 from policydesk.commands.report import report_app
+from policydesk.commands.sync import sync as sync_command
 from policydesk.commands.tokens import tokens_app
 from policydesk.commands.traces import bookkeeping_app, traces_app
 from policydesk.config import get_settings
@@ -24,6 +25,7 @@ app.add_typer(traces_app, name="traces")
 app.add_typer(bookkeeping_app, name="bookkeeping")
 app.add_typer(report_app, name="report")
 app.add_typer(tokens_app, name="tokens")
+app.command("sync")(sync_command)
 
 @app.callback()
 def _start() -> None:

@@ -198,6 +198,9 @@ class Settings(BaseSettings):
     RECENT_CHANGE_DAYS: int = 365
     TODAY: date | None = None  # injectable clock for demos and tests; None means the real date
 
+    # The document folder `POST /api/v1/sources/changed` syncs from (docs/deploy.md); None: notices are refused.
+    SYNC_DIR: Path | None = None
+
     # Ingest caps
     MAX_SOURCE_BYTES: int = 10 * 1024 * 1024
     MAX_PDF_PAGES: int = 200

@@ -195,7 +195,18 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
     Reads versions and current text under the reviewer's clearance (compliance sees every level),
     through the same permission-scoped reads the pipeline uses.
     """
-    clearance = clearance or clearance_for("compliance")
+    verdicts = citation_verdicts(db, trace, member_date, clearance=clearance or clearance_for("compliance"),
+                                 member_product=member_product)
+    audit(db, actor=reviewer, action="check", target=str(trace.id), details={
+        "member_date": member_date.isoformat(), "member_product": member_product,
+        "verdicts": [{"chunk_id": v.chunk_id, "verdict": v.kind, "text": v.text} for v in verdicts],
+    })
+    return verdicts
+
+
+def citation_verdicts(db, trace: Trace, member_date: date, *, clearance: Clearance,
+                      member_product: str | None = None) -> list[Verdict]:
+    """`check` without its audit row: for callers that audit once for many traces (the impact list)."""
     citations = list(trace.citations or [])
     lookup = VersionLookup(db)
     versions = lookup.versions([c["doc_id"] for c in citations], clearance)
@@ -232,10 +243,6 @@ def check(db, trace: Trace, member_date: date, *, reviewer: str, clearance: Clea
             verdicts.append(Verdict(**common, kind=EDITED, text="right version, but the section was edited since it was cited"))
         else:
             verdicts.append(Verdict(**common, kind=RIGHT, text="right version"))
-    audit(db, actor=reviewer, action="check", target=str(trace.id), details={
-        "member_date": member_date.isoformat(), "member_product": member_product,
-        "verdicts": [{"chunk_id": v.chunk_id, "verdict": v.kind, "text": v.text} for v in verdicts],
-    })
     return verdicts
 
 

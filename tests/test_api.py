@@ -217,7 +217,10 @@ def test_openapi_documents_every_answer_field(api, pipeline, staff):
     assert r.status_code == 200
     schema = r.json()
     assert set(schema["paths"]) == {"/api/v1/ask", "/api/v1/citations/{trace_id}/{chunk_id}", "/api/v1/versions/{doc_id}",
-                                    "/api/v1/traces", "/api/v1/traces/{trace_id}/check", "/api/v1/feedback"}
+                                    "/api/v1/traces", "/api/v1/traces/{trace_id}/check", "/api/v1/feedback",
+                                    "/api/v1/sources/changed"}
+    notice = schema["paths"]["/api/v1/sources/changed"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert set(notice["properties"]) == {"paths", "ids"} and notice["additionalProperties"] is False
     answer = schema["components"]["schemas"]["AnswerOut"]["properties"]
     local = pipeline.ask(AskRequest(user_name=staff["rep"], question=TIMELY)).to_json()
     assert set(answer) == set(local)

@@ -66,7 +66,8 @@ def test_schema_lists_every_api_operation(schema):
     operations = {(op.ok().method.upper(), op.ok().path) for op in schema.get_all_operations()}
     assert operations == {("POST", "/api/v1/ask"), ("GET", "/api/v1/citations/{trace_id}/{chunk_id}"),
                           ("GET", "/api/v1/versions/{doc_id}"), ("GET", "/api/v1/traces"),
-                          ("POST", "/api/v1/traces/{trace_id}/check"), ("POST", "/api/v1/feedback")}
+                          ("POST", "/api/v1/traces/{trace_id}/check"), ("POST", "/api/v1/feedback"),
+                          ("POST", "/api/v1/sources/changed")}
 
 
 def test_no_api_input_gets_a_server_error(schema, auth):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.embedcache import EmbeddingQueue
@@ -62,8 +62,13 @@ def _changed(p: PlannedSource, existing: dict) -> bool:
 
 
 def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False,
-                     skip_bad: bool = False) -> IngestReport:
+                     skip_bad: bool = False, only: set[tuple[str, int]] | None = None) -> IngestReport:
+    """`only`: ingest just these (doc_id, version) sources of the manifest, in this one
+    transaction (the other versions already indexed still shape their windows); sync.py calls it
+    once per source, so a source that fails its checks leaves the others written."""
     sources = load_manifest(Path(directory))
+    if only is not None:
+        sources = [s for s in sources if (s.doc_id, s.version) in only]
     budget = budget_for(settings)
     report = IngestReport(sources=len(sources))
 
@@ -146,6 +151,10 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 session.add(row)
                 existing[(s.doc_id, s.version)] = row
             else:
+                before = session.scalars(select(Chunk.text).where(
+                    Chunk.doc_id == s.doc_id, Chunk.version == s.version).order_by(Chunk.id)).all()
+                if list(before) != [c.text for c in p.chunks]:
+                    values["text_changed_at"] = func.now()  # the answers citing it say so
                 for k, v in values.items():
                     setattr(row, k, v)
                 session.execute(delete(Chunk).where(Chunk.doc_id == s.doc_id, Chunk.version == s.version))

@@ -18,7 +18,7 @@ REQUIRED_FIELDS = (
     "file", "id", "title", "type", "version", "effective_from",
     "date_basis", "access_level", "sensitive", "owner",
 )
-OPTIONAL_FIELDS = ("related_policies", "line_of_business")
+OPTIONAL_FIELDS = ("related_policies", "line_of_business", "review_every")
 # Top-level manifest key: the products the corpus may name. When present, a source naming any
 # other is refused; absent, any product name is valid (issue 18).
 DECLARED_PRODUCTS = "lines_of_business"
@@ -45,6 +45,8 @@ class Source:
     related_policies: tuple[str, ...]
     # The products (lines of business) the source applies to; empty = every product.
     line_of_business: tuple[str, ...] = ()
+    # Days between reviews the owner owes this source (the owners report); None = never due.
+    review_every: int | None = None
 
 
 def _parse_date(value, where: str, field: str) -> date:
@@ -112,6 +114,11 @@ def _source(entry: dict, root: Path, index: int, declared: tuple[str, ...] | Non
             raise IngestError(where, "line_of_business", f"{undeclared[0]!r} is not one of the manifest's "
                                                          f"{DECLARED_PRODUCTS}: {', '.join(declared)}")
 
+    review_every = entry.get("review_every")
+    if review_every is not None and (not isinstance(review_every, int) or isinstance(review_every, bool)
+                                     or review_every < 1):
+        raise IngestError(where, "review_every", "must be a positive whole number of days")
+
     related = entry.get("related_policies") or []
     if not isinstance(related, list) or not all(isinstance(r, str) for r in related):
         raise IngestError(where, "related_policies", "must be a list of policy ids")
@@ -122,6 +129,7 @@ def _source(entry: dict, root: Path, index: int, declared: tuple[str, ...] | Non
         effective_from=_parse_date(entry["effective_from"], where, "effective_from"),
         date_basis=date_basis, access_level=entry["access_level"], sensitive=entry["sensitive"],
         owner=str(entry["owner"]), related_policies=tuple(related), line_of_business=products,
+        review_every=review_every,
     )
 
 

@@ -1,16 +1,18 @@
 """Which indexed sources changed on disk since they were ingested; the result is recorded, and
-every answer citing such a source says so."""
+every answer citing such a source says so, as does one citing text a sync rewrote recently."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from policydesk.answer import AnswerWarning
+from policydesk.config import get_settings
 from policydesk.ingest.ingest import file_sha256
 from policydesk.storage import sources
 from policydesk.storage.clearance import Clearance
@@ -49,17 +51,29 @@ def check_staleness(db, directory: Path) -> list[StaleSource]:
     return stale
 
 
-def stale_source_warnings(db, citations, clearance: Clearance) -> list[AnswerWarning]:
-    """A warning for each cited version whose file the last check found changed since ingest."""
+def stale_source_warnings(db, citations, clearance: Clearance, *, recent_days: int | None = None,
+                          now: datetime | None = None) -> list[AnswerWarning]:
+    """A warning for each cited version whose file the last check found changed since ingest, and
+    (kind `recent_change`) for each whose indexed text a sync rewrote within `recent_days`
+    (default: the configured RECENT_CHANGE_DAYS)."""
     keys = {(c.doc_id, c.version) for c in citations}
     if not keys:
         return []
+    days = get_settings().RECENT_CHANGE_DAYS if recent_days is None else recent_days
+    since = (now or datetime.now(timezone.utc)) - timedelta(days=days)
     with scoped_session(db.app, clearance) as session:
         stale = sources.changed_on_disk(session, keys=keys, clearance=clearance)
+        edited = sources.text_changed_since(session, keys=keys, clearance=clearance, since=since)
     if stale:
         log.warning("answer cites source(s) changed since ingest: %s",
                     ", ".join(f"{s['doc_id']} v{s['version']}" for s in stale))
-    return [AnswerWarning(kind="stale_source", message=(
-                f"{s['title']} version {s['version']} changed on disk since it was indexed; "
-                "the cited text may be out of date."))
-            for s in stale]
+    warnings = [AnswerWarning(kind="stale_source", message=(
+                    f"{s['title']} version {s['version']} changed on disk since it was indexed; "
+                    "the cited text may be out of date."))
+                for s in stale]
+    warnings += [AnswerWarning(kind="recent_change", message=(
+                     f"{e['title']} version {e['version']} was edited on "
+                     f"{e['changed_at'].astimezone(timezone.utc).date().isoformat()}: this answer cites the edited "
+                     "text, and answers given before then quoted the earlier wording."))
+                 for e in sorted(edited, key=lambda e: (e["doc_id"], e["version"]))]
+    return warnings

@@ -132,13 +132,18 @@ def _trace(row) -> _Trace:
     )
 
 
+def period_bounds(start: date, end: date) -> dict[str, datetime]:
+    """[start, end] as inclusive UTC days: the bounds every report reads traces between."""
+    return {"start": datetime.combine(start, time.min, tzinfo=timezone.utc),
+            "end": datetime.combine(end + timedelta(days=1), time.min, tzinfo=timezone.utc)}
+
+
 def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date, owner: str | None = None,
                 embed_model=None) -> GapsReport:
     """Counts for [start, end] (inclusive days, UTC) as `clearance` may see them."""
     if end < start:
         raise ValueError(f"the period ends ({end}) before it starts ({start})")
-    window = {"start": datetime.combine(start, time.min, tzinfo=timezone.utc),
-              "end": datetime.combine(end + timedelta(days=1), time.min, tzinfo=timezone.utc)}
+    window = period_bounds(start, end)
     with scoped_session(db.app, clearance, report=True) as session:
         versions = sources.version_catalog(session, clearance=clearance)
         traces = [_trace(r) for r in session.execute(_TRACES_SQL, window)]

@@ -144,6 +144,8 @@ class DocumentVersion(Base):
     disk_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # Migration 0019: when ingest last rewrote this version with different section text; None: as first indexed.
+    text_changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Chunk(Base):

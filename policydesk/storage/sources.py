@@ -107,6 +107,19 @@ def changed_on_disk(session: Session, *, keys: Iterable[tuple[str, int]], cleara
             if (r.doc_id, r.version) in wanted and r.disk_sha256 is not None and r.disk_sha256 != r.source_sha256]
 
 
+def text_changed_since(session: Session, *, keys: Iterable[tuple[str, int]], clearance: Clearance,
+                       since) -> list[dict[str, Any]]:
+    """Of these (doc_id, version) pairs, those whose indexed text ingest rewrote at or after `since`."""
+    wanted = set(keys)
+    if not wanted:
+        return []
+    v = DocumentVersion
+    rows = session.execute(select(v.doc_id, v.version, v.title, v.text_changed_at).where(
+        v.doc_id.in_({k[0] for k in wanted}), v.text_changed_at >= since, access_clause(clearance, v))).all()
+    return [{"doc_id": r.doc_id, "version": r.version, "title": r.title, "changed_at": r.text_changed_at}
+            for r in rows if (r.doc_id, r.version) in wanted]
+
+
 def readable_versions(session: Session, *, keys: Iterable[tuple[str, int]], clearance: Clearance) -> set[tuple[str, int]]:
     """The subset of (doc_id, version) keys readable under this clearance *now*.
 
@@ -128,7 +141,8 @@ def version_catalog(session: Session, *, clearance: Clearance) -> list[Row]:
     v = DocumentVersion
     return list(session.execute(
         select(v.doc_id, v.version, v.title, v.source_type, v.owner, v.effective_from, v.source_sha256,
-               v.disk_sha256, v.line_of_business).where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
+               v.disk_sha256, v.line_of_business, v.source_file, v.text_changed_at)
+        .where(access_clause(clearance, v)).order_by(v.doc_id, v.version)).all())
 
 
 def product_names(session: Session, *, clearance: Clearance) -> list[str]:

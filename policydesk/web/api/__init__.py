@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from policydesk.web.api import ask, feedback, traces
+from policydesk.web.api import ask, feedback, sources, traces
 
 VERSION = "1"
 router = APIRouter(prefix="/api/v1")
 router.include_router(ask.router)
 router.include_router(traces.router)
 router.include_router(feedback.router)
+router.include_router(sources.router)
 
 
 _schema: dict | None = None
