@@ -146,9 +146,8 @@ class Vocabulary:
         return any(whole(lower[:i]) and whole(lower[i:]) for i in range(3, len(lower) - 2))
 
 
-def unknown_terms(question: str, vocabulary: Vocabulary, *, everyday: bool = False) -> list[str]:
-    """The question's words that no readable source uses: those that are not everyday English
-    (or, with `everyday`, those that are: a plain word the sources never use, "fitness")."""
+def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
+    """The question's words that are not everyday English and that no readable source uses."""
     common = everyday_words()
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):
@@ -157,8 +156,7 @@ def unknown_terms(question: str, vocabulary: Vocabulary, *, everyday: bool = Fal
         if len(lower) < 3 or "'" in lower or lower in STOPWORDS or lower in SCAFFOLD or _fold(lower) in SCAFFOLD:
             continue
         parts = [p for p in lower.split("-") if p]
-        plain = all(p in common or p.removesuffix("s") in common for p in parts)
-        if plain != everyday or _CONTRACTION.match(lower):
+        if all(p in common or p.removesuffix("s") in common for p in parts) or _CONTRACTION.match(lower):
             continue
         if not vocabulary.knows(word) and not vocabulary.knows_compound(lower) and lower not in out:
             out.append(lower)

@@ -32,17 +32,6 @@ class AnsweredVerdict:
     unmet: list[str] = field(default_factory=list)  # why not, for the log and the trace's reasons
 
 
-def _common_terms(nodes) -> set[str]:
-    """Words in more than half the sources in context: they say nothing about what is asked."""
-    counts: dict[str, int] = {}
-    nodes = list(nodes)
-    for n in nodes:
-        meta = n.node.metadata
-        for t in terms(f"{meta.get('title') or ''} {meta.get('section') or ''} {n.node.get_content()}"):
-            counts[t] = counts.get(t, 0) + 1
-    return {t for t, c in counts.items() if c > len(nodes) / 2} if len(nodes) > 1 else set()
-
-
 def passage_of(text: str, node: NodeWithScore | None) -> Passage:
     if node is None:
         return Passage(sentence=text)
@@ -60,24 +49,16 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
     if vocabulary is not None and (unknown := unknown_terms(question, vocabulary)):
         return AnsweredVerdict(False, [f"the sources never mention: {', '.join(unknown)}"])
     whole = Ask.of(question, programs, chosen_program)
-    common = _common_terms(nodes.values())
-    unfamiliar = unknown_terms(question, vocabulary, everyday=True) if vocabulary is not None else []
     held = (terms(held_title) & terms(question)) if held_title else set()
     unmet: list[str] = []
     for part in question_parts(question):
         ask = Ask.of(part, programs, chosen_program)
         ask = replace(ask, programs=ask.programs | whole.programs)
-        wanted = terms(part) - common
         for claim in answer.claims:
             node = next((nodes[c] for c in claim.citations if c in nodes), None)
             passage = passage_of(claim.text, node)
             verdict = fit(ask, passage)
             scope = terms(passage.scope_text)
-            if verdict.meets and unfamiliar and wanted and not wanted & scope:
-                # the question uses a word the sources never do ("fitness referral"): the sentence
-                # must at least speak of something else the question asks about
-                unmet.append("speaks of nothing the question asks about")
-                continue
             if verdict.meets and held and not held & scope:
                 unmet.append("speaks of nothing of the policy asked about, which was not in force")
                 continue
