@@ -178,7 +178,8 @@ class SentenceChooser:
         whole = Ask.of(question, programs, chosen_program)
         titles = {block.doc: block.title for block in blocks}
         named = {doc for doc, title in titles.items()
-                 if names_source(question, title, [t for d, t in titles.items() if d != doc])}
+                 if names_source(question, title, [t for d, t in titles.items() if d != doc],
+                                 " ".join(b.text for b in blocks if b.doc != doc))}
         chosen: list[Candidate] = []
         texts = [f"{b.title} {b.section} {b.text}" for b in blocks]
         for part in question_parts(question):
