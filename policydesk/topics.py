@@ -30,7 +30,6 @@ query, at most every `max_age_seconds`).
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import Counter
