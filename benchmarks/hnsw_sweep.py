@@ -20,7 +20,7 @@ Queries: the golden questions (demo topics) and questions templated on the fille
 The exact reference takes minutes at 10^5 rows: --reference keeps it in a file and reuses it
 while the database, its row count and the queries are the same. The index is rebuilt as it was
 found at the end (unless --leave-index). Prints one line per setting and saves one JSON object
-under benchmarks/results/ (rewritten after every setting); `hnsw_sweep.py table FILE` prints
+under --out (default DATA_DIR/results/benchmarks; rewritten after every setting); `hnsw_sweep.py table FILE` prints
 it as the markdown table docs/performance.md shows.
 
     POLICYDESK_DATA_DIR=/tmp/pdbench/data .venv/bin/python benchmarks/hnsw_sweep.py DBNAME \
@@ -36,7 +36,6 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +51,6 @@ from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
 from policydesk.storage.engine import open_database
 
 INDEX = "data_chunks_embedding_hnsw"
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def _rebuild(db, m: int, efc: int) -> dict:
@@ -187,7 +185,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--reference", type=Path, help="file keeping the exact top k (reused when it matches)")
     ap.add_argument("--leave-index", action="store_true", help="leave the last build in place")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = ap.parse_args(argv)
 
     embed = embed_model or local_embedding(settings)
@@ -216,8 +214,9 @@ def run(settings, argv=None, embed_model=None) -> Path:
            "cases": {c.name: {"matching": matching[c.name], "fraction": round(matching[c.name] / total, 3),
                               "levels": c.levels, "sensitive": c.sensitive, "product": c.product} for c in cases},
            "argv": list(argv) if argv is not None else None, "loadavg_start": os.getloadavg(), "builds": []}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"hnsw_sweep_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}_{filler_kind}.json"
+    from saved import results_path  # a sibling module; imported here so tests can load this file alone
+
+    path = results_path("hnsw_sweep", suffix=f"{total}_{filler_kind}", out=args.out)
     print(json.dumps({"rows": total, "filler": filler_kind, "queries": len(queries), "exact_reference_s": round(exact_s, 1),
                       "out": str(path)}), flush=True)
     try:

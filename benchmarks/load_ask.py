@@ -33,6 +33,8 @@ from pathlib import Path
 import httpx
 import psutil
 
+from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 QUESTIONS = [
@@ -82,7 +84,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8123)
     ap.add_argument("--workers", type=int, default=None, help="serve --workers N (default: not passed)")
     ap.add_argument("--tree", type=Path, default=ROOT, help="checkout the server runs from (PYTHONPATH)")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="where the JSON goes")
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     ap.add_argument("--keep-data", action="store_true", help="keep the run's data dir (deleted by default)")
     ap.add_argument("--label", default="", help="a name stored in the JSON (e.g. main, branch)")
     args = ap.parse_args()
@@ -181,9 +183,9 @@ def main() -> None:
                                zip(("server", "postgres", "client"), cpu0, cpu1)},
     }
     print(json.dumps(report, indent=2))
-    results = args.out
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"load_ask_{time.strftime('%Y%m%dT%H%M%S')}{'_' + args.label if args.label else ''}.json").write_text(json.dumps(report, indent=2))
+    path = results_path("load_ask", suffix=args.label, out=args.out)
+    path.write_text(json.dumps(report, indent=2))
+    print(f"saved {path}")
     ok = (report["five_xx"] == 0 and not errors and report["trace_rows_written"] == report["served_200"]
           and chain)
     sys.exit(0 if ok else 1)

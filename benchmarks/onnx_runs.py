@@ -13,7 +13,7 @@ Two measurements, CPU seconds of this process (steadier than wall time on a shar
 
     POLICYDESK_DATA_DIR=/tmp/pd-runs .venv/bin/python benchmarks/onnx_runs.py --repeats 7
 
-Prints one JSON object and saves it under benchmarks/results/.
+Prints one JSON object and saves it under --out (default DATA_DIR/results/benchmarks).
 """
 
 from __future__ import annotations
@@ -24,19 +24,20 @@ import os
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
+
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=REPO / "corpus")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = ap.parse_args(argv)
 
     from policydesk.config import get_settings
@@ -113,9 +114,9 @@ def main(argv=None) -> int:
         "loadavg": loads,
     }
     print(json.dumps(out))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    (RESULTS / f"onnx_runs_{stamp}.json").write_text(json.dumps(out, indent=2))
+    path = results_path("onnx_runs", out=args.out)
+    path.write_text(json.dumps(out, indent=2))
+    print(f"saved {path}")
     return 0
 
 

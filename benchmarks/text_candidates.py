@@ -27,7 +27,6 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +39,10 @@ from policydesk.retrievers.text import or_query
 from policydesk.runtime import open_migrated
 from policydesk.storage.scope import permitted_scope
 
+from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
+
 UNCAPPED = 2**31 - 1
 FILLER_PREFIX = "SYN-"  # the bench filler's chunk ids (policydesk/bench/scale.py)
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def _call(db, clearance, q: str, k: int, cap: int) -> tuple[list[str], float]:
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=227, help="golden questions (first N)")
     ap.add_argument("--filler-queries", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=2, help="timed calls per question, role and cap")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     caps = [int(c) for c in args.caps.split(",")]
 
@@ -127,8 +127,7 @@ def main(argv=None) -> int:
                                                            for k, x in s.items()}}), flush=True)
     out["loadavg_end"] = os.getloadavg()
     db.dispose()
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"text_candidates_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}.json"
+    path = results_path("text_candidates", suffix=str(total), out=args.out)
     path.write_text(json.dumps(out, indent=1))
     print(f"saved {path}")
     return 0

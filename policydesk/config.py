@@ -267,6 +267,11 @@ class Settings(BaseSettings):
         return self.TODAY or date.today()
 
     @property
+    def results_dir(self) -> Path:
+        """Where eval runs and benchmarks save their outputs by default: under DATA_DIR, never in the checkout."""
+        return (Path(self.DATA_DIR) / "results").resolve()
+
+    @property
     def embed_models_dir(self) -> Path:
         return Path(self.EMBED_MODELS_DIR or Path(self.DATA_DIR) / "models").resolve()
 

@@ -2,7 +2,7 @@
 system how many items gained or lost "correct and cited", "key fact" and "declined". Prints counts
 only (item ids with --ids).
 
-    .venv/bin/python scripts/compare_runs.py evals/results/RUN_A evals/results/RUN_B
+    .venv/bin/python scripts/compare_runs.py RUN_DIR_A RUN_DIR_B   # folders `policydesk eval` printed
 
 Used to show that an engine change leaves every answer as it was (no field differs but the trace
 ids), or what it moved.

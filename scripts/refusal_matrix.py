@@ -7,8 +7,8 @@ The gate is the production one (`policydesk.refusal.gate_for`): identifier detec
 configured plan formats, the intent classifier fitted on the train split, and the topic gate
 derived from the corpus in NAME (default `policydesk_refusal_eval`, created on the configured
 server and loaded with the demo corpus on first use; re-ingest is a no-op when unchanged).
-The held-out split is test_v5 (`--split test_v5`, measured once after the
-ref15c changes); test_v4, test_v3, test_v2 and test have been seen (secondary figures), `train` is
+The held-out split is test_v5 (`--split test_v5`, frozen before the gate's last round of changes
+and measured once); test_v4, test_v3, test_v2 and test have been seen (secondary figures), `train` is
 fitted on (use scripts/refusal_cv.py for out-of-fold figures). docs/refusal.md. Exit 0.
 """
 

@@ -1,7 +1,9 @@
 """Aggregate figures of one eval run, over a subset of its items, and what other abstain thresholds
 would do with its similarities. Prints counts and rates only, never an item.
 
-    .venv/bin/python scripts/run_figures.py evals/results/RUN --golden evals/golden_test.yaml --threshold 0.35
+    .venv/bin/python scripts/run_figures.py RUN_DIR --golden evals/golden_test.yaml --threshold 0.35
+
+RUN_DIR is the folder `policydesk eval` printed ("results: ..."; by default under DATA_DIR/results/evals/).
 
 --golden FILE (repeatable): only the items whose ids are in these files (default: every item of the
 run), e.g. the 107 frozen test questions without golden_products.yaml's. --threshold T (repeatable):
@@ -31,7 +33,7 @@ def pct(x: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run", type=Path, help="a run folder under evals/results/")
+    ap.add_argument("run", type=Path, help="a run folder, as `policydesk eval` printed it")
     ap.add_argument("--golden", type=Path, action="append", default=[], help="only items of these golden files")
     ap.add_argument("--threshold", type=float, action="append", default=[], help="abstain threshold to compare")
     args = ap.parse_args(argv)

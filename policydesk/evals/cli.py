@@ -1,4 +1,7 @@
-"""`policydesk eval`: run the golden set, write evals/results/<run-id>/, fail on any leak.
+"""`policydesk eval`: run the golden set, write <results>/<run-id>/, fail on any leak.
+
+The run folder goes under `--results DIR` (alias `--out`), by default the data directory's
+results/evals/ (`Settings.results_dir`), so a run never writes into the checkout; its path is printed.
 
 Register in policydesk/cli.py with:  app.command("eval")(eval_command)
 
@@ -17,7 +20,6 @@ import typer
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_CORPUS = REPO / "corpus"
-DEFAULT_RESULTS = REPO / "evals" / "results"
 
 
 def _fresh_database(settings, corpus: Path, embed_model):
@@ -48,7 +50,8 @@ def eval_command(
         "--retry-fallbacks", help="Re-run items whose retrieval ran degraded (embedding failure).")] = False,
     repeats: Annotated[int, typer.Option(help="Repeat each item N times (live provider only).")] = 1,
     slice_: Annotated[Optional[int], typer.Option("--slice", help="Only the first N items, spread over buckets.")] = None,
-    results: Annotated[Path, typer.Option(help="Where run folders are written.")] = DEFAULT_RESULTS,
+    results: Annotated[Optional[Path], typer.Option(
+        "--results", "--out", help="Where run folders are written (default: DATA_DIR/results/evals).")] = None,
     leak_matrix: Annotated[bool, typer.Option(help="Run every question as every role and count leaks.")] = True,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
@@ -89,7 +92,7 @@ def eval_command(
         raise typer.Exit(2)
     finally:
         db.dispose()
-    out = write_results(run, results)
+    out = write_results(run, results or settings.results_dir / "evals")
     typer.echo((out / "summary.md").read_text(encoding="utf-8"))
     typer.echo(f"results: {out}")
     if run.leak_total:

@@ -1,7 +1,7 @@
 """Run the golden set through the full system and the naive baseline, and the leak matrix.
 
     run = run_eval(db, settings, load_golden(), embed_model=embed, llm=llm, k=8)
-    write_results(run, Path("evals/results"))
+    write_results(run, settings.results_dir / "evals")
 
 Full system = `AskPipeline.ask(AskRequest(kind="eval"))`, so every eval request is traced with
 kind "eval" by the pipeline itself. Baseline = `policydesk.evals.baseline.NaiveBaseline`.

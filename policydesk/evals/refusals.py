@@ -1,10 +1,10 @@
 """The refusal gate measured on labelled cases: confusion matrix, precision and recall per kind.
 
-The labelled cases were split into train / validation / test before any detector was tuned
-(issue 15). Figures are reported from the frozen test split only; train and validation are
-for fitting and tuning, and the 101-case `refusal_cases.yaml` is kept as a regression set.
-`scripts/refusal_matrix.py` prints this report, `scripts/refusal_cv.py` the out-of-fold one on train;
-`scripts/refusal_bench.py` times the gate.
+The labelled cases were split into train / validation / test before any detector was tuned, so a
+test split says how the gate does on wording it was not tuned on. Figures are reported from the
+frozen test split only; train and validation are for fitting and tuning, and the 101-case
+`refusal_cases.yaml` is kept as a regression set. `scripts/refusal_matrix.py` prints this report,
+`scripts/refusal_cv.py` the out-of-fold one on train; `benchmarks/refusal_bench.py` times the gate.
 """
 
 from __future__ import annotations

@@ -10,14 +10,14 @@ model load and the sentence splitter's one-time import (both reported apart). Pe
   top of the warm database (only that page's version is rewritten).
 Ratios are against cold in the same process, so machine load cancels out as far as it can.
 
-    PYTHONPATH=/path/to/checkout .venv/bin/python scripts/ingest_rate.py --repeats 3
-    .venv/bin/python scripts/ingest_rate.py --repeats 3 --engines torch,onnx,onnx-int8
+    PYTHONPATH=/path/to/checkout .venv/bin/python benchmarks/ingest_rate.py --repeats 3
+    .venv/bin/python benchmarks/ingest_rate.py --repeats 3 --engines torch,onnx,onnx-int8
 
 With several engines (settings.EMBED_ENGINE values) each repeat runs every engine in turn, in one
 process, so their ratios share the machine's load; each engine gets its own JSON object under
 "engines" and its cold time as a ratio of the first engine's. Model loads (and an ONNX engine's
-one-time export) are done before timing and reported apart. Prints one JSON object and saves it as
-benchmarks/results/ingest_rate_STAMP.json. A checkout
+one-time export) are done before timing and reported apart. Prints one JSON object and saves it as ingest_rate_STAMP.json
+under --out (default DATA_DIR/results/benchmarks, benchmarks/saved.py). A checkout
 before the cache (no `chunks_embedded`) runs cold only; one before engines runs its only engine.
 """
 
@@ -34,6 +34,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -43,6 +45,7 @@ def main(argv=None) -> int:
                     help="after the timed runs, one more cold ingest per engine under cProfile: where its time went")
     ap.add_argument("--engines", default="", help="comma-separated ENGINE or ENGINE:THREADS (torch threads or "
                     "ONNX batch threads); default: the configured engine")
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = ap.parse_args(argv)
 
     import policydesk
@@ -140,9 +143,9 @@ def main(argv=None) -> int:
         out.update(out.pop("engines")[first])
     out["loadavg"] = loads
     print(json.dumps(out))
-    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"ingest_rate_{stamp}.json").write_text(json.dumps(out, indent=2))
+    path = results_path("ingest_rate", out=args.out)
+    path.write_text(json.dumps(out, indent=2))
+    print(f"saved {path}")
     return 0
 
 

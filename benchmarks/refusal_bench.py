@@ -1,6 +1,6 @@
 """Time the refusal gate per question: p50 / p95, without and with the embedding call.
 
-Usage: python scripts/refusal_bench.py [--database NAME] [--repeats N]
+Usage: python benchmarks/refusal_bench.py [--database NAME] [--repeats N]
 
 Runs every question of the labelled splits (train, validation, test, test_v2, regression) through the
 production gate (`policydesk.refusal.gate_for`, topic gate over the demo corpus in NAME, as in
@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # refusal_matrix builds the gate
 
 from refusal_matrix import DEFAULT_DATABASE, demo_gate  # noqa: E402
 
