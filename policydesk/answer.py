@@ -55,7 +55,7 @@ class AskRequest:
     replay_of: uuid.UUID | None = None
     as_role: str | None = None  # replay: the original role's clearance, not the replayer's
     rejected: str | None = None  # input the caller refused (API validation): traced as failed, not answered
-    line_of_business: str | None = None  # the member's product, chosen by the asker (issue 18)
+    line_of_business: str | None = None  # the member's product, chosen by the asker, never inferred
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """A citation from the caller's own trace, shown again only while their CURRENT clearance may
-read that source version (issue 12). Shared by the cited-text page and the JSON API, so both
+read that source version. Shared by the cited-text page and the JSON API, so both
 refuse in the same way: a lost clearance looks exactly like a citation that never existed."""
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from policydesk.extensions.spec import ComponentSpec
 from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
 # The full-text candidate cap's default (Settings.TEXT_CANDIDATES; the retrievers' own default).
-# 2,000 rather than 8,000 (Update (4)): at 10^4 chunks no golden dev answer changed and retrieval
-# p95 came under 20 ms; at 10^5, correct-and-cited was the same as at 8,000 and recall@8 0.03 lower
-# (docs/performance.md, "Update (5)"). A plan near 10^5 chunks may prefer 8,000.
+# 2,000: with 10^4 filler chunks no golden dev answer differs from the uncapped ranking's and
+# retrieval p95 stays under 20 ms; at 10^5, correct-and-cited is the same as at 8,000 and recall@8
+# 0.03 lower (docs/performance.md, "Retrieval at scale"). A plan near 10^5 chunks may prefer 8,000.
 DEFAULT_TEXT_CANDIDATES = 2000
 
 LOCAL_SECRET_KEY = "policydesk-local-only-secret-key"
@@ -92,13 +92,13 @@ class Settings(BaseSettings):
     PRICE_OUTPUT_PER_MTOK: float = 2.50
     EMBED_DIM: int = 384
     EMBED_BATCH_SIZE: int = 32
-    # torch threads for the local embedder. 1, because on a busy 2-core box the default (2)
-    # oversubscribed: 498 ms p50 per query vs 13 ms with one thread (docs/performance.md).
+    # torch threads for the local embedder. 1: on a 2-core machine torch's default (one per core)
+    # oversubscribes the cores the server and Postgres also use, and a query embedding waits.
     EMBED_TORCH_THREADS: int = 1
     # The local embedder's engine (providers/local.py): "onnx" (ONNX Runtime, exported from the local
     # weights into EMBED_MODELS_DIR on first use; torch's vectors for 30% of its CPU), "onnx-int8"
-    # (quantized; its own vectors, cache key and abstain threshold; faster to ingest, but it lost 2
-    # golden test items, so it is not the default: docs/performance.md) or "torch" (sentence-transformers,
+    # (quantized; its own vectors, cache key and abstain threshold; faster to ingest, but it answers
+    # fewer golden test items, so it is not the default: docs/performance.md) or "torch" (sentence-transformers,
     # also the fallback when the ONNX file cannot be built or disagrees with torch).
     EMBED_ENGINE: Literal["onnx", "onnx-int8", "torch"] = "onnx"
     # Worker threads an ONNX batch (an ingest's chunks) is split across, one ONNX Runtime thread
@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
     # summing to at most about this many rows (migration 0016); below it, results are the uncapped
-    # ranking's. docs/performance.md, "Update (5)", has latency, recall and golden answers per cap
+    # ranking's. docs/performance.md, "Retrieval at scale", has latency, recall and golden answers per cap
     # at 10^4 and 10^5 chunks.
     TEXT_CANDIDATES: int = Field(default=DEFAULT_TEXT_CANDIDATES, ge=1)
     # The dense arm's statement goes down a second pipelined connection, so Postgres runs the two
@@ -180,7 +180,8 @@ class Settings(BaseSettings):
     # (POLICYDESK_ABSTAIN_MIN_SIMILARITY). None: use the per-model value.
     ABSTAIN_MIN_SIMILARITY: float | None = None
     # "What changed?" naming no policy compares the top-ranked one only at this dense similarity
-    # or above (issue 16); below it, the rep is asked to name the policy. On the MiniLM scale, like
+    # or above (a weaker match could compare the wrong policy); below it, the rep is asked to name
+    # the policy. On the MiniLM scale, like
     # the abstain threshold above: a provider whose similarities run on another scale needs its own value.
     WHAT_CHANGED_MIN_SIMILARITY: float = 0.5
 

@@ -1,14 +1,13 @@
 """What a question asks for: a policy answer, a claim action, or something out of scope.
 
-Rules alone were tuned on the cases they were checked against (issue 15): they refused 2 of 9
-claim-action requests written outside the project. This adds a small learned classifier on the
+Rules alone fit the cases they were written against and miss requests worded by anyone else.
+This adds a small learned classifier on the
 local MiniLM sentence embeddings, fitted on the labelled train split only
 (`policydesk/detectors/labelled/train.yaml`), with the rules as a floor:
 
-- features: the 384-d embedding of the (redacted) question, nothing else. The rule verdicts used
-  to be features too; once the rules caught almost every train case the model learned to copy
-  them and added little: on questions written after the rules, claim-action recall was 0.667 with
-  the verdicts as features and 0.933 without (docs/refusal.md);
+- features: the 384-d embedding of the (redacted) question, nothing else. Not the rule verdicts:
+  the rules catch almost every train case, so a model given their verdicts learns to copy them
+  and adds little on questions worded otherwise (docs/refusal.md);
 - model: multinomial logistic regression (scikit-learn, lbfgs: deterministic), classes
   pass / claim_action / out_of_scope. Identifier cases are left out of training (their
   identifier decides them) and so are topic-gated cases (out of scope for one role only);

@@ -160,7 +160,7 @@ class AskPipeline:
                     raise AskError(req.rejected)
                 dates = self._parse_dates(req)
                 result.dates = {b: (dates[b].isoformat() if b in dates else None) for b in BASIS_KEYS}
-                # The product travels inside the clearance into every scoped read (issue 18).
+                # The product travels inside the clearance into every scoped read.
                 result.line_of_business = checked_product(self.db, clearance, req.line_of_business)
                 clearance = clearance.for_product(result.line_of_business)
                 self._run(req, result, clearance, dates, draft)
@@ -239,7 +239,7 @@ class AskPipeline:
         if best is not None and best < self.settings.abstain_threshold():  # the active embedding model's
             self._not_answered(result, f"the closest source matched too weakly (similarity {best:.2f})")
             return
-        # "What changed?" only behind the relevance check (issue 16): a weak match abstained above.
+        # "What changed?" only behind the relevance check: a weak match abstained above.
         # A question naming a bulletin or page ("did bulletin HB-2026-02 change ...") is answered
         # from what it says, not by comparing some policy's versions.
         if self.what_changed.is_what_changed(question) and not _names_a_note(question, nodes):

@@ -1,6 +1,7 @@
 """Products (lines of business): which exist, checking the one asked for, and variants in context.
 
-The product is chosen by the asker and never inferred by a model (issue 18). With one chosen it
+The product is chosen by the asker and never inferred by a model (a wrong guess would show one
+product's rules for another). With one chosen it
 travels inside the `Clearance` into every scoped read (`storage/predicate.py`), so only sources
 for that product or for every product are retrieved, version-resolved and shown.
 

@@ -3,7 +3,7 @@
 Order: empty -> too long -> member identifier -> (redact) -> claim action -> topic gate
 (clearance) -> out of scope. The first check that fires decides the refusal.
 
-Two layers keep identifiers out (issue 15). The gate refuses a question carrying one; and
+Two layers keep identifiers out. The gate refuses a question carrying one; and
 every question, refused or not, is redacted (`policydesk.detectors.redact`) before anything
 else reads it, so what the gate misses never reaches a model, the retriever or the trace. The
 claim-action, topic and out-of-scope checks read the redacted text.

@@ -1,4 +1,4 @@
-"""The per-role topic gate, derived from the corpus instead of a hand list (issue 15).
+"""The per-role topic gate, derived from the corpus instead of a hand list.
 
 A question is refused for a caller, with the generic out-of-scope message, when it names a
 subject that only documents above the caller's clearance talk about. The subjects come from

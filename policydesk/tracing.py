@@ -112,7 +112,7 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
     return dict(
         id=draft.id, kind=req.kind, replay_of=req.replay_of, user_name=req.user_name[:64],
         user_role=result.role or "unknown", permitted_levels=list(clearance.levels) if clearance else [],
-        # Never the raw text: redacted whether or not the gate ran (issue 15).
+        # Never the raw text: redacted whether or not the gate ran, so what the gate misses is not stored.
         sensitive_cleared=bool(clearance and clearance.sensitive),
         question=redact(req.question or "", settings.PLAN_ID_PATTERNS).text,
         dates=result.dates, line_of_business=result.line_of_business, versions_applied=result.versions_applied, chunk_ids=result.context_ids,

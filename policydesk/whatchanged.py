@@ -1,8 +1,8 @@
 """Does a question ask what changed in a policy? A small detector, measured on held-out phrasings.
 
-The first detector was a list of patterns written next to the golden set: "What changed in the
-timely filing policy?" was recognised, "Did the filing limit change this year?" was not, and
-"What changed for this member's claim?" was (issue 16). This one follows `policydesk.intent`:
+A list of patterns written next to the golden set recognises "What changed in the timely filing
+policy?" but not "Did the filing limit change this year?", and fires on "What changed for this
+member's claim?". So this one follows `policydesk.intent`:
 
 - labelled phrasings written before it was built, split in two: the dev file it is fitted on
   (`policydesk/versions/labelled/what_changed_dev.yaml`) and a frozen test file it is measured on

@@ -1,6 +1,6 @@
 """A request to do something to one case, recognized by its shape rather than by a short verb list.
 
-issue 15, test_v3: the claim-action rules missed requests whose verb they did not list ("reissue the
+A verb list misses requests whose verb it does not name ("reissue the
 check ...", "file the appeal for the member ...", "retro-authorize the admission ..."). A claim action
 here is a request addressed to PolicyDesk (imperative mood, or "please / can you / I need you to /
 go ahead and / we need to ...") + an action verb + an object that is one case's thing ("the check",

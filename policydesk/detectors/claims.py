@@ -70,8 +70,8 @@ _CLAIM_OBJECT = (
     r"|claim\b|it\b|them\b)"
 ).format(d=_DEICTIC)
 # A request addressed to PolicyDesk with a definite object of any kind ("could you waive the
-# copay", "approve her for the specialty drug"): issue 15 found the claim-only objects missed
-# most requests written outside the project.
+# copay", "approve her for the specialty drug"): claim-only objects miss most requests worded
+# by people who did not write the rules.
 _BROAD_VERB = (
     r"(?:approv(?:e|ing)|deny(?:ing)?|pay(?:ing)?|pric(?:e|ing)|re-?pric(?:e|ing)|re-?adjudicat(?:e|ing)|"
     r"adjudicat(?:e|ing)|overrid(?:e|ing)|overturn(?:ing)?|revers(?:e|ing)|void(?:ing)?|waiv(?:e|ing)|"

@@ -20,7 +20,7 @@ The rule (recommend_threshold):
    SAFETY_MARGIN, rounded down to 0.01. With fewer than 50 answerable items k is 0, so the value
    abstains on no answerable item. Which unanswerable items it catches is then reported, not chosen.
 
-Issue 16: the value is recommended from the dev split only, per embedding model (similarities of
+The value is recommended from the dev split only, per embedding model (similarities of
 two models are not on one scale), and stored in settings.ABSTAIN_THRESHOLDS under that model's
 name. On the test split nothing is recommended; the run reports what the stored value does there.
 """

@@ -1,6 +1,6 @@
 """The golden set: hand-written questions with expected sections, key facts and versions.
 
-Two files since issue 16: `evals/golden_dev.yaml` (tuning allowed) and `evals/golden_test.yaml`
+Two files: `evals/golden_dev.yaml` (tuning allowed) and `evals/golden_test.yaml`
 (frozen; the headline). `load_split("test")` reads a split; `load_golden(path, ...)` reads files.
 """
 
@@ -47,7 +47,7 @@ class GoldenItem:
     excluded_sources: tuple[str, ...] = ()  # docs not in force on the applicable date: never cited or in context
     tags: tuple[str, ...] = ()
     split: str | None = None
-    line_of_business: str | None = None  # the member's product, passed to the ask (issue 18)
+    line_of_business: str | None = None  # the member's product, passed to the ask
 
     @property
     def answerable(self) -> bool:

@@ -103,7 +103,7 @@ class EvalRun:
     repeats: int = 1
     elapsed_s: float = 0.0
     corpus: str | None = None
-    split: str | None = None  # dev | test (issue 16); None when files were given directly
+    split: str | None = None  # dev | test; None when files were given directly
     golden_files: list[str] = field(default_factory=list)
     abstain_threshold: float | None = None  # what the full system ran with (None: not calibrated, none applied)
 
@@ -179,7 +179,7 @@ def summarize(run: EvalRun) -> dict:
 
 
 def tag_groups(items: list[GoldenItem]) -> dict[str, set[str]]:
-    """tag -> item ids; items not tagged `new` also form the group `original` (issue 7's questions)."""
+    """tag -> item ids; items not tagged `new` also form the group `original` (the first golden set's)."""
     groups: dict[str, set[str]] = {}
     for item in items:
         for tag in item.tags or ():

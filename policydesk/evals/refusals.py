@@ -26,13 +26,13 @@ SPLITS: dict[str, Path] = {
     # Held-out v2: written after `test` had been looked at, before the changes it measures.
     "test_v2": REPO / "tests" / "data" / "refusal" / "test_v2.yaml",
     # Held-out v3: written by someone who had seen neither the gate nor the other splits, frozen
-    # before the changes it measures (sha256 in its commit); the current figures (docs/refusal.md).
+    # before the changes it measures (sha256 in its commit); seen since.
     "test_v3": REPO / "tests" / "data" / "refusal" / "test_v3.yaml",
     # Held-out v4: written without sight of the gate, its data or the earlier splits, frozen before
-    # the changes made after test_v3's measurement (sha256 in its commit, 01a0a79).
+    # the changes it measures (sha256 in its commit); seen since.
     "test_v4": REPO / "tests" / "data" / "refusal" / "test_v4.yaml",
-    # Held-out v5: written the same way after test_v4 had been measured and read, frozen before the
-    # ref15c changes it measures (sha256 in its commit, 59e071e).
+    # Held-out v5, the current figures (docs/refusal.md): written the same way, frozen before the
+    # changes it measures (sha256 pinned by tests/test_refusal.py).
     "test_v5": REPO / "tests" / "data" / "refusal" / "test_v5.yaml",
     "regression": REPO / "tests" / "data" / "refusal_cases.yaml",
 }

@@ -1,4 +1,4 @@
-"""How the first golden set (issue 7, 50 items) was split into dev and test (issue 16).
+"""How the first golden set (50 items) was split into dev and test.
 
 Decided before any per-item result was looked at, and reproducible from the ids alone: within
 each bucket, items are ordered by sha256(SPLIT_SALT + ":" + id) and the first half goes to test,
@@ -34,12 +34,12 @@ def assign_splits(items: Iterable[tuple[str, str]], salt: str = SPLIT_SALT) -> d
     return out
 
 
-ORIGINAL_BUCKET_PREFIXES = ("easy", "cross", "conflict", "stale", "refuse")  # issue 7's ids: <prefix>-NN
+ORIGINAL_BUCKET_PREFIXES = ("easy", "cross", "conflict", "stale", "refuse")  # the first set's ids: <prefix>-NN
 
 
 def original_order(items: list) -> list:
-    """Golden items with issue 7's fifty first, in that file's order (bucket, then number), then
-    the rest as given: so "the first N golden questions" (benchmarks) means what it meant before."""
+    """Golden items with the first set's fifty first, in that file's order (bucket, then number),
+    then the rest as given: so "the first N golden questions" (benchmarks) stay the same questions."""
     def key(item) -> tuple[int, str] | None:
         prefix, _, number = item.id.partition("-")
         if prefix in ORIGINAL_BUCKET_PREFIXES and len(number) == 2 and number.isdigit():

@@ -42,7 +42,7 @@ def _body(text: str) -> str:
 def load_sentence_splitter() -> None:
     """Load the sentence splitter now: its first use imports nltk (which imports scipy.stats),
     about 0.9 s once per process. Benchmarks pay it at set-up, beside the model load, so an ingest's
-    time is the ingest's own (docs/performance.md, Update (6))."""
+    time is the ingest's own (docs/performance.md, "Ingest")."""
     from llama_index.core.node_parser import SentenceSplitter
 
     # Longer than the chunk size, so the sentence tokenizer (nltk's) is reached, not only built.

@@ -45,8 +45,8 @@ def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:
         "source_file": source.file,
         "text_sha256": sha256_text(chunk.text),
     }
-    # Only a product-specific source carries the key (absent = every product, issue 18), so the
-    # chunks of every other source are stored byte for byte as before.
+    # Only a product-specific source carries the key (absent = every product), so products leave
+    # every other source's chunks byte for byte the same.
     if source.line_of_business:
         meta["line_of_business"] = list(source.line_of_business)
     return meta

@@ -8,8 +8,8 @@ transaction: an ingest that fails leaves no cache rows either.
 
 The model runs while the ingest reads the next files (`EmbeddingQueue`): on a first load the
 model is most of the work, and reading, screening and chunking every file before it started, and
-writing every chunk after it finished, left one of two cores idle meanwhile (docs/performance.md,
-"Ingest: reading overlapped with embedding").
+writing every chunk after it finished, would leave one of two cores idle meanwhile
+(docs/performance.md, "Ingest").
 """
 
 from __future__ import annotations

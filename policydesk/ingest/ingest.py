@@ -120,11 +120,10 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
         # Writes go out in few statements: new documents in one flush, then versions, then chunks
         # batched by the session (multi-row INSERTs), old chunks deleted only where a version is
         # rewritten. Documents and versions are written while the model works; chunks follow their
-        # vectors, one INSERT per batch the model returns. A first load of the demo corpus: 192
-        # statements once, 12 with batched writes, 19-20 with the embedding queue (a cache look-up
-        # per batch, a chunk INSERT per run of files whose vectors came back together: how many
-        # runs depends on timing, their rows and order do not; `sql_statements` of
-        # scripts/ingest_rate.py).
+        # vectors, one INSERT per batch the model returns: a first load of the demo corpus is about
+        # 20 statements (a cache look-up per batch, a chunk INSERT per run of files whose vectors
+        # came back together: how many runs depends on timing, their rows and order do not;
+        # `sql_statements` of benchmarks/ingest_rate.py).
         for p in changed:
             s = p.source
             if s.doc_id not in docs:

@@ -20,7 +20,7 @@ REQUIRED_FIELDS = (
 )
 OPTIONAL_FIELDS = ("related_policies", "line_of_business", "review_every")
 # Top-level manifest key: the products the corpus may name. When present, a source naming any
-# other is refused; absent, any product name is valid (issue 18).
+# other is refused; absent, any product name is valid.
 DECLARED_PRODUCTS = "lines_of_business"
 SUFFIXES = {
     "policy": (".pdf", ".docx"),
@@ -140,9 +140,8 @@ def load_manifest(directory: Path) -> list[Source]:
         raise IngestError(str(manifest), "-", "manifest.yaml not found")
     body = manifest.read_text()
     try:
-        # libyaml's parser with the same safe constructor: the pure-Python one was a tenth of a
-        # warm re-ingest's reading time (docs/performance.md, "Ingest: reading overlapped with
-        # embedding"). On an error the pure-Python parser runs again, for its message that shows
+        # libyaml's parser with the same safe constructor: the pure-Python one costs about a tenth
+        # of a warm re-ingest's reading time (docs/performance.md, "Ingest"). On an error the pure-Python parser runs again, for its message that shows
         # the offending line.
         data = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:

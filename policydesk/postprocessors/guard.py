@@ -63,7 +63,7 @@ def verdict(row: Any | None, text: str, clearance: Clearance) -> str | None:
     if not clearance.permits(row.access_level, bool(row.sensitive)):
         return ABOVE_CLEARANCE
     # Only where both sides name products: a row with none applies to every product, and a
-    # clearance without one asks for no product filter (issue 18 adds it to Clearance).
+    # clearance without one asks for no product filter.
     wanted = getattr(clearance, "line_of_business", None)
     stored = row.line_of_business
     if wanted and stored and wanted not in stored:

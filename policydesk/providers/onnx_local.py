@@ -1,7 +1,7 @@
 """The offline MiniLM run by ONNX Runtime: torch's vectors for 30% of its CPU (fp32), or int8.
 
-A first ingest is embedding-bound (docs/performance.md, issue 17): on the demo corpus torch spent
-80% of the ingest's time in the model. The same weights exported to ONNX and run by ONNX Runtime
+A first ingest is embedding-bound (docs/performance.md, "Ingest"): most of its time is the model.
+The same weights exported to ONNX and run by ONNX Runtime
 give the same vectors (fp32: within 1e-5 of torch's on the demo chunks) for 0.30x torch's CPU
 (benchmarks/embed_engines.py); dynamic int8 quantization halves that again but moves every vector
 (cosine to torch's 0.990 at least, 0.995 on average), so int8 is a different embedding model: its
@@ -45,7 +45,7 @@ PRECISIONS = ("fp32", "int8")
 MIN_COSINE = {"fp32": 0.9999, "int8": 0.98}
 # Texts per ONNX Runtime call, at most. On the demo chunks (median 69 tokens), sorted by length and
 # cut into fixed runs, runs of 4 used the least CPU, fp32 and int8 alike: 1 text +7-16%, 8 +8%,
-# 16 +23%, 32 +66% (benchmarks/embed_engines.py). fp32 runs are now cut by cost (`runs_by_cost`),
+# 16 +23%, 32 +66% (benchmarks/embed_engines.py). fp32 runs are cut by cost (`runs_by_cost`),
 # up to 8 texts. int8 runs one text per call: its activations are quantized with a scale taken
 # from the whole call's input, so in a run of several texts each vector would depend on its
 # batch-mates (and on their padding). One text per call keeps a vector a function of its text
@@ -62,7 +62,7 @@ def runs_by_cost(lengths: list[int], most: int) -> list[list[int]]:
     """Indexes of texts in runs for one call each: sorted by length, then cut where padding plus
     calls cost least (w * (n + RUN_OVERHEAD) per run, at most `most` texts a run).
 
-    Fixed runs of 4 fit a batch sorted over a whole corpus; the ingest now sends batches as the
+    Fixed runs fit a batch sorted over a whole corpus; the ingest sends batches as the
     files are read (ingest/embedcache.py), whose lengths are spread wider, and cutting them by cost
     pads less (benchmarks/onnx_runs.py). A function of the lengths alone, so one batch is always
     cut the same way and its vectors do not change from one run to the next."""

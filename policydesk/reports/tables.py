@@ -25,7 +25,7 @@ def report_rows(report: GapsReport) -> list[dict]:
     rows = [{"level": "total", "name": "all questions" if report.owner is None else f"questions on {report.owner}'s sources",
              "owner": report.owner or "", **_cells(report.totals)}]
     rows += [{"level": "owner", "name": owner, "owner": owner, **_cells(c)} for owner, c in report.owners.items()]
-    # Per line of business the questions were asked for (issue 18), once any was chosen.
+    # Per line of business the questions were asked for, once any was chosen.
     if any(p != NO_PRODUCT for p in report.products):
         rows += [{"level": "product", "name": p or "no line of business chosen", "owner": "",
                   "line_of_business": p, **_cells(c)} for p, c in report.products.items()]

@@ -12,7 +12,7 @@ the same facts as a `RetrievalResult`, without instrumentation, for calibration 
 The sync path embeds the question first, holding no connection, then reads both arms through
 pipelined scoped reads (`storage/pipelined.py`): the dense statements go down a second connection
 when `concurrent_arms` is set and no other search is running in the process, so the two backends
-run the arms side by side while this thread waits once (docs/performance.md, "Update (6)").
+run the arms side by side while this thread waits once (docs/performance.md, "Retrieval at scale").
 
 Extra arms (extension retrievers, docs/extending.md) run beside the dense and text arms on each
 question part and join the same reciprocal rank fusion; the result says how many nodes each arm
@@ -213,9 +213,8 @@ _IN_FLIGHT_LOCK = threading.Lock()
 def _search_in_flight():
     """Count this search while it runs; yields True when no other search is running in the
     process. Only then does a search take a second connection: with several in flight the cores
-    are already busy, and two connections per search would double what the pool must hold. (One
-    worker, 8 clients x 200 asks: p50 211 ms always on two connections, 193 ms gated, 197 and
-    195 ms always on one: within run-to-run noise; docs/performance.md, "Update (6)".)"""
+    are already busy, and two connections per search would double what the pool must hold (under
+    load a second connection gains nothing measurable: docs/performance.md, "Load")."""
     global _IN_FLIGHT
     with _IN_FLIGHT_LOCK:
         _IN_FLIGHT += 1

@@ -22,7 +22,7 @@ class Clearance:
     role: str
     levels: tuple[str, ...]
     sensitive: bool
-    # The product the asker chose (issue 18): a second filter-first attribute that travels with
+    # The product the asker chose: a second filter-first attribute that travels with
     # the clearance into every scoped read. None = no product chosen (every product's sources).
     line_of_business: str | None = None
 

@@ -1,7 +1,7 @@
 """The clearance guard's read of stored chunk rows, in one round trip.
 
-The guard runs on every request, between retrieval and version resolution (issue 21: it must
-cost under 1 ms p95 at top-k 8): one statement with `access_clause` in its WHERE and the ids as
+The guard runs on every request, between retrieval and version resolution, so it must cost
+under 1 ms p95 at top-k 8 (a `policydesk bench` target): one statement with `access_clause` in its WHERE and the ids as
 one array parameter, compiled once per clearance and read through `pipelined.scoped_reads`
 (BEGIN, scope, SELECT and ROLLBACK in one wait; docs/performance.md, "Clearance guard").
 """

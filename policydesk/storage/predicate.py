@@ -12,7 +12,7 @@ cleared), both from `Clearance.checked_levels()`:
   statements and can only filter on the JSONB metadata. It renders
   `metadata_->>'access_level' IN ('public', 'internal') AND metadata_->>'sensitive' = 'false'`.
 
-With a product chosen (`clearance.line_of_business`, issue 18) both renderings add the product
+With a product chosen (`clearance.line_of_business`) both renderings add the product
 rule beside the access rule: the source applies to every product (no `line_of_business`) or names
 the chosen one. On stored columns that is `(line_of_business IS NULL OR line_of_business ? 'x')`
 (jsonb, migration 0014); as metadata filters, `metadata_->>'line_of_business' IS NULL OR

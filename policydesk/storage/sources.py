@@ -147,7 +147,7 @@ def version_catalog(session: Session, *, clearance: Clearance) -> list[Row]:
 
 def product_names(session: Session, *, clearance: Clearance) -> list[str]:
     """The products (lines of business) named by any version the caller may see, sorted: the
-    valid product names are the ones the corpus's sources name (issue 18)."""
+    valid product names are the ones the corpus's sources name."""
     v = DocumentVersion
     name = func.jsonb_array_elements_text(v.line_of_business).label("name")
     inner = select(name).where(v.line_of_business.is_not(None), access_clause(clearance.for_product(None), v))

@@ -58,7 +58,7 @@ def ask_question(request: Request, user: CurrentUser, session: ScopedSession, pi
 def show_citation(request: Request, user: CurrentUser, db: DbDep, trace_id: str, chunk_id: str):
     """The cited text from the caller's own trace, shown only while the caller's CURRENT clearance
     may read that source version: a demoted user gets the same 404 as for a citation that never
-    existed (issue 12: the link used to keep serving restricted text after a role change)."""
+    existed, so a kept link never serves text the user may no longer read."""
     cited = own_citation(db, user_name=user.name, clearance=user.clearance, trace_id=trace_id, chunk_id=chunk_id)
     if cited is None:
         raise HTTPException(status_code=404, detail="No such citation.")
