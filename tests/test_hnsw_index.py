@@ -1,5 +1,5 @@
 """The HNSW index's build parameters and the planner statistics the filtered dense arm relies on
-(migration 0015; figures in docs/performance.md, "Filtered dense recall on realistic embeddings")."""
+(migration 0015; figures in docs/performance.md, "Retrieval at scale")."""
 
 from __future__ import annotations
 
