@@ -423,7 +423,7 @@ def test_member_account_and_plan_questions_stay_in_scope(text):
     assert not is_out_of_scope(text)
 
 
-# ref15c (docs/refusal.md, "Before test_v5"): categories, not sentences. Phrasings written for these
+# Out-of-scope and identifier kinds (docs/refusal.md, "Order and layers"): categories, not sentences. Phrasings written for these
 # pins, not copied from any split.
 @pytest.mark.parametrize(
     "text",

@@ -117,8 +117,8 @@ def test_regression_case(case, gate):
 
 
 def test_validation_split_floors(gate):
-    # ref15b (docs/refusal.md, "Before test_v4"): 1.000 / 1.000 / 0.984, 0 of 129 false refusals on
-    # both ONNX engines; the floors leave a case or two of room for an engine change.
+    # docs/refusal.md, "Every split, the current gate": the floors leave a case or two of room for an
+    # embedding-engine change.
     report = evaluate(gate, load_cases("validation"))
     assert report.recall("member_identifier") >= 0.98
     assert report.recall("claim_action") >= 0.98
