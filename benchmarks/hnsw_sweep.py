@@ -50,6 +50,9 @@ from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
 from policydesk.storage.engine import open_database
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/saved.py, also when loaded from a file
+from saved import results_path  # noqa: E402
+
 INDEX = "data_chunks_embedding_hnsw"
 
 
@@ -214,8 +217,6 @@ def run(settings, argv=None, embed_model=None) -> Path:
            "cases": {c.name: {"matching": matching[c.name], "fraction": round(matching[c.name] / total, 3),
                               "levels": c.levels, "sensitive": c.sensitive, "product": c.product} for c in cases},
            "argv": list(argv) if argv is not None else None, "loadavg_start": os.getloadavg(), "builds": []}
-    from saved import results_path  # a sibling module; imported here so tests can load this file alone
-
     path = results_path("hnsw_sweep", suffix=f"{total}_{filler_kind}", out=args.out)
     print(json.dumps({"rows": total, "filler": filler_kind, "queries": len(queries), "exact_reference_s": round(exact_s, 1),
                       "out": str(path)}), flush=True)
