@@ -84,7 +84,7 @@ def render_summary_md(run: EvalRun) -> str:
                   f"predicate, no RLS) as rep, {c.questions} questions: {c.retrieval} in retrieval, {c.prompt} in "
                   "prompts. It must be above zero, or the zeros above prove nothing."]
     if s.get("tags"):
-        lines += ["", "## Per tag (an item counts under each of its tags; `original` = issue 7's questions)", "",
+        lines += ["", "## Per tag (an item counts under each of its tags; `original` = the first golden set's questions)", "",
                   "| tag | items | full: correct+cited | baseline: correct+cited | full: key fact only | "
                   "baseline: key fact only | full: declined when it should | baseline: declined when it should |",
                   "|---|---|---|---|---|---|---|---|"]
