@@ -146,9 +146,24 @@ class Vocabulary:
         return any(whole(lower[:i]) and whole(lower[i:]) for i in range(3, len(lower) - 2))
 
 
+# "What does the fraud referral procedure say": the question asks what a document it names says.
+_NAMED_DOCUMENT = re.compile(
+    r"\bthe\s+((?:[A-Za-z][\w'-]*\s+){1,4}?)(?:procedure|policy|manual|guide|guidelines?|bulletin|page|memo|faq|"
+    r"article|handbook|playbook|protocol)s?\s+(?:say|says|said|state|states|require|requires|cover|covers)\b", re.I)
+# "How quickly must member complaints be reported": what the asked rule happens to.
+_PASSIVE_SUBJECT = re.compile(
+    r"\b(?:must|should|can|will|would|could|may|do|does|is|are)\s+(?:the|a|an|their|our|my|his|her)?\s*"
+    r"((?:[A-Za-z][\w'-]*\s+){0,2}([A-Za-z][\w'-]*))\s+be\s+[a-z]+(?:ed|en|wn)\b", re.I)
+
+
 def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
-    """The question's words that are not everyday English and that no readable source uses."""
+    """The question's words that no readable source uses and that are not everyday English, or that
+    say what the question is about however plain they are: the name of a document it asks about
+    (no readable source could be called "the fitness referral procedure") and what a passive
+    question's rule happens to ("how quickly must member compliments be reported")."""
     common = everyday_words()
+    naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
+    naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):
         word = raw.strip("'-")
@@ -156,9 +171,11 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
         if len(lower) < 3 or "'" in lower or lower in STOPWORDS or lower in SCAFFOLD or _fold(lower) in SCAFFOLD:
             continue
         parts = [p for p in lower.split("-") if p]
-        if all(p in common or p.removesuffix("s") in common for p in parts) or _CONTRACTION.match(lower):
+        everyday = all(p in common or p.removesuffix("s") in common for p in parts)
+        if (everyday and lower not in naming) or _CONTRACTION.match(lower):
             continue
-        if not vocabulary.knows(word) and not vocabulary.knows_compound(lower) and lower not in out:
+        run_together = not everyday and vocabulary.knows_compound(lower)  # an everyday word is no compound
+        if not vocabulary.knows(word) and not run_together and lower not in out:
             out.append(lower)
     return out
 

@@ -131,6 +131,19 @@ def test_a_question_naming_what_no_readable_source_mentions_is_not_answered():
     assert unknown_terms("hey whats the PA turnaround for recredentailing after the EOB", vocabulary) == []
 
 
+def test_what_the_question_is_about_must_be_in_readable_words_however_plain():
+    vocabulary = Vocabulary.of(["Out-of-Network Referrals. A referral is needed for an out-of-network specialist.",
+                                "Appeals FAQ. Members may appeal within 60 days."])
+    # plain words, but no readable source could be called this, so its content is not the caller's to get
+    assert unknown_terms("What does the fitness referral procedure say?", vocabulary) == ["fitness"]
+    # the same plain word is left to the other checks when it names no document
+    assert unknown_terms("is a fitness class a covered benefit?", vocabulary) == []
+    assert unknown_terms("What does the appeals FAQ say about the deadline?", vocabulary) == []
+    # what a passive question's rule happens to, likewise
+    assert unknown_terms("How quickly must member compliments be reported?", vocabulary) == ["compliments"]
+    assert unknown_terms("How quickly must a member appeal be decided?", vocabulary) == []
+
+
 def test_abbreviations_read_as_the_words_the_sources_spell():
     assert expand_abbreviations("standard PA time", ["Prior authorization is required."]) == \
         "standard PA (prior authorization) time"

@@ -19,16 +19,11 @@ from tests.web_helpers import PASSWORD
 # (role, question on a subject above the role, the same question on a subject nobody's sources cover,
 #  the word that differs)
 PAIRS = [
-    pytest.param("rep", "What does the fraud referral procedure say?", "What does the fitness referral procedure say?",
-                 ("fraud", "fitness"), marks=pytest.mark.xfail(strict=True, reason=(
-                     "known limit: a made-up subject in everyday words is answered from a sentence sharing one of "
-                     "its words (an out-of-network referral), so this pair still splits")), id="fitness-referral"),
+    ("rep", "What does the fraud referral procedure say?", "What does the fitness referral procedure say?",
+     ("fraud", "fitness")),
     ("rep", "What is the SIU case scoring threshold?", "What is the XRQ case scoring threshold?", ("SIU", "XRQ")),
-    pytest.param("rep", "How quickly must member complaints be reported to the state?",
-                 "How quickly must member compliments be reported to the state?", ("complaints", "compliments"),
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "known limit: the made-up subject is answered from a sentence stating a duration")),
-                 id="compliments"),
+    ("rep", "How quickly must member complaints be reported to the state?",
+     "How quickly must member compliments be reported to the state?", ("complaints", "compliments")),
     ("supervisor", "What is the dispute review procedure?", "What is the parade review procedure?",
      ("dispute", "parade")),
 ]
