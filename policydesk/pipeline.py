@@ -264,7 +264,7 @@ class AskPipeline:
             else:
                 self._withhold(result, held, outcome.abstain_reason or "the answerer found no answer in the sources")
             return
-        verdict = check_draft(outcome.answer, result.context_ids, [n.node.get_content() for n in nodes])
+        verdict = check_draft(outcome.answer, [n.node.get_content() for n in nodes])
         action = combine("allow", verdict.action)
         if action == "refuse":
             self._refuse(result, "postflight", "The drafted answer was withheld: " + "; ".join(verdict.reasons))
