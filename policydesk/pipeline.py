@@ -32,6 +32,7 @@ from policydesk.products import (
     variants_in_context,
 )
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
+from policydesk.providers.kinds import is_extractive, is_priced
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
 from policydesk.answerability import names_source, program_names
@@ -85,7 +86,7 @@ class AskPipeline:
         self.gate = gate or gate_for(
             db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
         self.what_changed = what_changed or shared_detector()
-        self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
+        self.extractive = is_extractive(llm)
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
 
@@ -355,7 +356,7 @@ class AskPipeline:
 
     # -- step 7: trace ----------------------------------------------------------------------
     def _record(self, req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft) -> None:
-        row = trace_row(req, result, clearance, draft, self.settings)
+        row = trace_row(req, result, clearance, draft, self.settings, priced=is_priced(self.llm))
         with draft.stage("trace_write"):
             try:
                 write_trace(self.db, row)
