@@ -87,7 +87,8 @@ class AskResult:
     extractive: bool = False
     trace_id: uuid.UUID | None = None
     error: str | None = None
-    error_code: str | None = None  # machine-readable kind of `error` where one is known (unknown_line_of_business)
+    error_code: str | None = None  # machine-readable kind of `error` where one is known (invalid_date, unknown_line_of_business)
+    error_field: str | None = None  # the request field at fault, with those codes
     prompts: list[str] = field(default_factory=list)  # in-process only (leak checks); never stored
 
     def refuse(self, code: str, message: str) -> None:

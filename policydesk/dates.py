@@ -17,7 +17,13 @@ _ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 
 
 class DateInputError(ValueError):
-    pass
+    """A date that cannot be used; `field` names the input at fault (None: the set of fields itself)."""
+
+    code = "invalid_date"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def iso_dates_in(text: str, limit: int = 2) -> list[date]:

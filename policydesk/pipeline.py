@@ -17,7 +17,7 @@ from policydesk import metrics
 from policydesk.access import Clearance, UnknownRoleError, clearance_for
 from policydesk.answer import AnswerWarning, AskRequest, AskResult, Claim
 from policydesk.citing import citation_from_node
-from policydesk.dates import DateInputError, check_date_order, iso_dates_in, parse_input_date
+from policydesk.dates import DateInputError, check_date_order, iso_dates_in
 from policydesk.extensions.registry import Extensions
 from policydesk.extensions.stack import RequestStack
 from policydesk.ingest.staleness import stale_source_warnings
@@ -32,6 +32,7 @@ from policydesk.products import (
     variants_in_context,
 )
 from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
+from policydesk.providers.kinds import is_extractive, is_priced
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
 from policydesk.answerability import names_source, program_names
@@ -49,6 +50,7 @@ from policydesk.versions import (
     VersionLookup,
     basis_label,
     compare_versions,
+    entered_dates,
     render_comparison,
 )
 from policydesk.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
@@ -85,7 +87,7 @@ class AskPipeline:
         self.gate = gate or gate_for(
             db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
         self.what_changed = what_changed or shared_detector()
-        self.extractive = getattr(llm, "metadata", None) is not None and "extractive" in llm.metadata.model_name
+        self.extractive = is_extractive(llm)
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
 
@@ -105,14 +107,6 @@ class AskPipeline:
             return role, clearance_for(role)
         except UnknownRoleError as exc:
             raise AskError(str(exc)) from None
-
-    def _parse_dates(self, req: AskRequest) -> dict[str, date]:
-        unknown = set(req.dates) - set(BASIS_KEYS)
-        if unknown:
-            raise DateInputError(f"unknown date field(s): {', '.join(sorted(unknown))}")
-        dates = {b: parse_input_date(req.dates.get(b), basis_label(b)) for b in BASIS_KEYS}
-        check_date_order(dates["date_of_service"], dates["denial_notice_date"])
-        return {b: d for b, d in dates.items() if d is not None}
 
     def _question_dates(self, question: str, entered: dict[str, date], result: AskResult) -> dict[str, date]:
         """Entered dates win; with none entered, the dates written in the question apply, and say so."""
@@ -158,7 +152,7 @@ class AskPipeline:
                     result.role, clearance = self._resolve_role(req)
                 if req.rejected:
                     raise AskError(req.rejected)
-                dates = self._parse_dates(req)
+                dates = entered_dates(req.dates)
                 result.dates = {b: (dates[b].isoformat() if b in dates else None) for b in BASIS_KEYS}
                 # The product travels inside the clearance into every scoped read.
                 result.line_of_business = checked_product(self.db, clearance, req.line_of_business)
@@ -166,7 +160,7 @@ class AskPipeline:
                 self._run(req, result, clearance, dates, draft)
             except (AskError, DateInputError, UnknownLineOfBusiness) as exc:
                 result.error = str(exc)
-                result.error_code = "unknown_line_of_business" if isinstance(exc, UnknownLineOfBusiness) else None
+                result.error_code, result.error_field = getattr(exc, "code", None), getattr(exc, "field", None)
                 result.abstain_reason = str(exc)
             except Exception as exc:  # fail closed: no half answer, and the trace still lands
                 log.exception("ask failed, trace %s", draft.id, extra={"event": "fail_closed"})
@@ -264,7 +258,7 @@ class AskPipeline:
             else:
                 self._withhold(result, held, outcome.abstain_reason or "the answerer found no answer in the sources")
             return
-        verdict = check_draft(outcome.answer, result.context_ids, [n.node.get_content() for n in nodes])
+        verdict = check_draft(outcome.answer, [n.node.get_content() for n in nodes])
         action = combine("allow", verdict.action)
         if action == "refuse":
             self._refuse(result, "postflight", "The drafted answer was withheld: " + "; ".join(verdict.reasons))
@@ -355,7 +349,7 @@ class AskPipeline:
 
     # -- step 7: trace ----------------------------------------------------------------------
     def _record(self, req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft) -> None:
-        row = trace_row(req, result, clearance, draft, self.settings)
+        row = trace_row(req, result, clearance, draft, self.settings, priced=is_priced(self.llm))
         with draft.stage("trace_write"):
             try:
                 write_trace(self.db, row)

@@ -37,6 +37,9 @@ class UnknownLineOfBusiness(ValueError):
     The message is stored (trace, disputes, export), so it repeats the name only when it reads
     like a product name (`policydesk.storable.echoable`)."""
 
+    code = "unknown_line_of_business"
+    field = "line_of_business"
+
     def __init__(self, name: str, valid: list[str]) -> None:
         listed = ", ".join(valid) if valid else "none: no source names a line of business"
         super().__init__(f"unknown line of business{_echo(name)}; valid: {listed}")

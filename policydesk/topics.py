@@ -35,11 +35,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-from sqlalchemy import text
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Text, and_, bindparam, cast, not_, select, text
 
 from policydesk.access import ACCESS_LEVELS, ROLES, Clearance, clearance_for
+from policydesk.storage.models import Chunk, DocumentVersion
+from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
 from policydesk.vocabulary import Vocabulary
 from policydesk.words import STOPWORDS, normalize
@@ -152,16 +156,22 @@ _ALL_LEVELS = Clearance(role="topic-gate", levels=ACCESS_LEVELS, sensitive=True)
 # questions at most 0.06 (docs/refusal.md).
 SEMANTIC_MIN_SIMILARITY = 0.40
 SEMANTIC_MIN_MARGIN = 0.08
-_NEAREST_SQL = text(
-    "WITH q AS (SELECT CAST(:q AS vector) AS v) SELECT "
-    "(SELECT 1 - (c.embedding <=> q.v) FROM data_chunks c JOIN document_versions d "
-    "   ON d.doc_id = c.doc_id AND d.version = c.version "
-    "   WHERE d.source_type <> 'call_note' AND NOT (c.access_level = ANY(:levels) AND (:sensitive OR NOT c.sensitive)) "
-    "   ORDER BY c.embedding <=> q.v LIMIT 1) AS hidden, "
-    "(SELECT 1 - (c.embedding <=> q.v) FROM data_chunks c "
-    "   WHERE c.access_level = ANY(:levels) AND (:sensitive OR NOT c.sensitive) "
-    "   ORDER BY c.embedding <=> q.v LIMIT 1) AS permitted FROM q"
-)
+
+
+@lru_cache(maxsize=64)
+def _nearest_statement(clearance: Clearance):
+    """The nearest section above the clearance and the nearest one within it, both scored against
+    the question vector `:q`. The access rule is the one builder's (`storage/predicate.py`), for
+    the levels and sensitivity only: like `SourceText.readable_by`, the gate ignores the product."""
+    readable = access_clause(clearance.for_product(None), Chunk)
+    distance = Chunk.embedding.cosine_distance(cast(bindparam("q", type_=Text), Vector))
+    hidden = (select(1 - distance)
+              .join(DocumentVersion, and_(DocumentVersion.doc_id == Chunk.doc_id,
+                                          DocumentVersion.version == Chunk.version))
+              .where(DocumentVersion.source_type != "call_note", not_(readable))
+              .order_by(distance).limit(1).scalar_subquery())
+    permitted = select(1 - distance).where(readable).order_by(distance).limit(1).scalar_subquery()
+    return select(hidden.label("hidden"), permitted.label("permitted"))
 
 
 def _vector_index(rows, sources: list[SourceText], clearances: list[Clearance], key) -> tuple | None:
@@ -254,10 +264,9 @@ class CorpusTopicGate:
             hidden_mask, permitted_mask = masks[self._key(clearance)]
             return (float(sims[hidden_mask].max()) if hidden_mask.any() else 0.0,
                     float(sims[permitted_mask].max()) if permitted_mask.any() else 0.0)
-        params = {"q": "[" + ",".join(f"{float(x):.6f}" for x in vector) + "]",
-                  "levels": list(clearance.levels), "sensitive": bool(clearance.sensitive)}
+        params = {"q": "[" + ",".join(f"{float(x):.6f}" for x in vector) + "]"}
         with permitted_scope(_ALL_LEVELS), self.db.app.connect() as conn:
-            hidden, permitted = conn.execute(_NEAREST_SQL, params).one()
+            hidden, permitted = conn.execute(_nearest_statement(clearance), params).one()
         return float(hidden or 0.0), float(permitted or 0.0)
 
     def denies(self, clearance: Clearance, question: str, vector=None) -> bool:

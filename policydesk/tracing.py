@@ -77,9 +77,10 @@ def cost_usd(tokens_in: int, tokens_out: int, settings) -> float:
     return (tokens_in * settings.PRICE_INPUT_PER_MTOK + tokens_out * settings.PRICE_OUTPUT_PER_MTOK) / 1_000_000
 
 
-def request_cost(model: str, tokens_in: int, tokens_out: int, settings) -> float:
-    """What the trace records: the Gemini price, nothing for the offline and computed answers."""
-    if not model.startswith("gemini"):
+def request_cost(priced: bool, tokens_in: int, tokens_out: int, settings) -> float:
+    """What the trace records: the configured price for a priced provider's tokens (`providers.kinds`),
+    nothing for the offline answerer and other LLMs; computed answers use no tokens."""
+    if not priced:
         return 0.0
     return round(cost_usd(tokens_in, tokens_out, settings), 8)
 
@@ -104,7 +105,7 @@ def _stored_answer(result: AskResult, draft: TraceDraft, error: str | None) -> d
 
 
 def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft,
-              settings) -> dict[str, Any]:
+              settings, *, priced: bool = False) -> dict[str, Any]:
     """The `traces` row for one request: who, with what clearance, what was said, on what, at what cost.
     Caller-typed text reaches it only screened: the question redacted, and an error message (which
     may quote a field the caller filled in) redacted by the same redactor."""
@@ -126,7 +127,7 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
         status="failed" if result.error else "ok", error=error, attempts=draft.attempts,
         stage_ms=draft.stage_ms, latency_ms=draft.elapsed_ms(), model=result.model,
         tokens_in=draft.tokens_in, tokens_out=draft.tokens_out,
-        cost_usd=request_cost(result.model, draft.tokens_in, draft.tokens_out, settings),
+        cost_usd=request_cost(priced, draft.tokens_in, draft.tokens_out, settings),
     )
 
 

@@ -104,7 +104,22 @@ def test_bad_input_is_422_naming_the_field_and_traced(api, tokens, demo_db, staf
     assert [e["field"] for e in body["errors"]][0] == field
     trace = next(t for t in _traces(demo_db, staff["rep2"]) if str(t.id) == body["trace_id"])
     assert trace.status == "failed" and trace.user_role == "rep" and trace.answer_text == ""
-    assert body["detail"] in trace.error
+    # the trace says why, in the words of whichever check refused it (the pipeline's for dates and product)
+    assert body["errors"][0]["message"] in trace.error
+    assert body["detail"] == f"{field}: {body['errors'][0]['message']}" or kind == "invalid_request"
+
+
+@pytest.mark.parametrize("payload,detail", [
+    ({"date_of_service": "03/11/2025"}, "date_of_service: date of service is not a date; use YYYY-MM-DD"),
+    ({"denial_notice_date": "2025-02-30"}, "denial_notice_date: denial notice date is not a date; use YYYY-MM-DD"),
+    ({"date_of_service": "1850-01-01"}, "date_of_service: date of service is outside 1900-2100"),
+    ({"date_of_service": "2025-11-03", "denial_notice_date": "2025-01-01"},
+     "denial_notice_date: the denial notice date 2025-01-01 is before the date of service 2025-11-03"),
+])
+def test_date_problems_come_from_the_pipelines_check_word_for_word(api, tokens, payload, detail):
+    body = is_problem(api.post("/api/v1/ask", json={"question": TIMELY, **payload}, headers=bearer(tokens["rep2"])),
+                      422, "invalid_date")
+    assert body["detail"] == detail and body["title"] == "A date is not valid" and body["trace_id"]
 
 
 @pytest.mark.parametrize("raw,message", [(b"{not json", "is not valid JSON"), (b"", "must be a JSON object"),

@@ -185,11 +185,6 @@ class _Row:
     line_of_business: list | None = None
 
 
-@dataclass(frozen=True)
-class _ProductClearance(Clearance):  # the shape issue 18 gives Clearance
-    line_of_business: str | None = None
-
-
 def test_verdict_reads_stored_columns_and_checks_product_only_when_both_sides_name_one():
     rep = clearance_for("rep")
     assert verdict(None, "x", rep) == "not_readable"
@@ -197,10 +192,13 @@ def test_verdict_reads_stored_columns_and_checks_product_only_when_both_sides_na
     assert verdict(_Row("internal", True, "x"), "x", rep) == "above_clearance"  # sensitive, rep not cleared
     assert verdict(_Row("public", False, "x"), "y", rep) == "text_mismatch"
     assert verdict(_Row("public", False, "x", ["medicare"]), "x", rep) is None  # clearance names no product
-    medicaid = _ProductClearance("rep", rep.levels, False, "medicaid")
+    medicaid = rep.for_product("medicaid")
     assert verdict(_Row("public", False, "x", ["medicare"]), "x", medicaid) == "line_of_business"
     assert verdict(_Row("public", False, "x", ["medicare", "medicaid"]), "x", medicaid) is None
     assert verdict(_Row("public", False, "x", None), "x", medicaid) is None  # a row for every product
+    assert verdict(_Row("public", False, "x", []), "x", medicaid) is None
+    # the access rule is judged before the product: a restricted row for another product is above clearance
+    assert verdict(_Row("restricted", False, "x", ["medicare"]), "x", medicaid) == "above_clearance"
 
 
 def _owner_rows(db) -> dict[str, tuple]:

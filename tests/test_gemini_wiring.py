@@ -181,3 +181,26 @@ def test_llm_for_with_a_key_builds_gemini_without_calling_the_network(settings):
     llm = llm_for(settings)  # constructing must not fetch model metadata
     assert isinstance(llm, RetryingGoogleGenAI) and not is_extractive(llm)
     assert llm.max_retries == 0 and llm.quota_retries == settings.PROVIDER_MAX_RETRIES
+
+
+def test_providers_say_what_they_are_and_a_model_name_decides_nothing(settings):
+    from llama_index.core.llms import MockLLM
+
+    from policydesk.providers import is_priced, provider_kind
+    from policydesk.providers.extractive import ExtractiveAnswerer
+    from policydesk.tracing import request_cost
+
+    gemini, offline = llm_for(settings), ExtractiveAnswerer()
+    assert (provider_kind(gemini), is_priced(gemini), is_extractive(gemini)) == ("gemini", True, False)
+    assert (provider_kind(offline), is_priced(offline), is_extractive(offline)) == ("extractive", False, True)
+
+    class NamedLikeBoth(MockLLM):  # an extension's LLM whose name happens to read like ours
+        @property
+        def metadata(self):
+            return super().metadata.model_copy(update={"model_name": "gemini-extractive-offline"})
+
+    lookalike = NamedLikeBoth()
+    assert lookalike.metadata.model_name == "gemini-extractive-offline"
+    assert (provider_kind(lookalike), is_priced(lookalike), is_extractive(lookalike)) == ("other", False, False)
+    assert request_cost(is_priced(lookalike), 1200, 300, settings) == 0.0
+    assert request_cost(is_priced(gemini), 1200, 300, settings) == pytest.approx(cost_usd(1200, 300, settings))

@@ -129,6 +129,27 @@ def test_provider_timeout_fails_closed_and_is_traced(demo_db, settings, embed_mo
     assert row["abstained"] and len(row["attempts"]) >= 1
 
 
+@pytest.mark.parametrize("claims", [
+    [{"text": "Claims are due within 90 days.", "citations": ["POL-SIU:v1:scoring"]}],  # not in context
+    [{"text": "Claims are due within 90 days.", "citations": []}],  # cites nothing
+    [],  # answerable with no claims
+], ids=["outside-context", "uncited", "no-claims"])
+def test_a_badly_cited_draft_fails_closed_with_the_code_clients_see(demo_db, settings, embed_model, users, claims):
+    """Citations are validated once, in the synthesizer: twice wrong, the answer fails closed
+    (abstain code failed_closed), nothing is cited and post-flight never sees the draft."""
+    from tests.test_synthesis import ScriptedLLM
+
+    reply = json.dumps({"answerable": True, "answer": "Providers have 90 days.", "claims": claims,
+                        "insufficient_evidence_reason": None})
+    llm = ScriptedLLM(replies=[reply, reply])
+    p = build_pipeline(demo_db, settings, embed_model=embed_model, llm=llm, today=TODAY)
+    r = p.ask(AskRequest("p_rep", "What is the timely filing limit?"))
+    body = r.to_json()
+    assert body["abstained"] and body["abstain_code"] == "failed_closed" and not body["refused"], body
+    assert body["answer"] == "" and body["citations"] == [] and len(llm.prompts) == 2
+    assert "no answer was given" in body["abstain_reason"]
+
+
 def test_what_changed_is_computed_from_both_versions(pipeline):
     r = pipeline.ask(AskRequest("p_rep", "What changed in the timely filing policy?"))
     assert "180 days" in r.answer and "90 days" in r.answer

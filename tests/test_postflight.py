@@ -1,4 +1,7 @@
-"""Post-flight checks on a drafted answer, and monotonic restriction of the final action."""
+"""Post-flight checks on a drafted answer, and monotonic restriction of the final action.
+
+Citations are the synthesizer's to validate (tests/test_synthesis.py; end to end in
+tests/test_pipeline.py): post-flight judges what a cited draft says."""
 
 from __future__ import annotations
 
@@ -20,43 +23,29 @@ def draft(answer="Providers have 90 days from the date of service.", citations=(
 
 
 def test_cited_answer_is_allowed():
-    verdict = check_draft(draft(), [V2_ID])
+    verdict = check_draft(draft())
     assert verdict.action == "allow" and verdict.reasons == []
 
 
-def test_uncited_claim_abstains():
-    verdict = check_draft(draft(citations=()), [V2_ID])
-    assert verdict.action == "abstain" and "cites no source" in verdict.reasons[0]
-
-
-def test_citation_outside_context_abstains_naming_it():
-    verdict = check_draft(draft(citations=("POL-X:v1:other",)), [V2_ID])
-    assert verdict.action == "abstain" and "POL-X:v1:other" in verdict.reasons[0]
-
-
-def test_answerable_without_claims_abstains():
-    verdict = check_draft(ModelAnswer(answerable=True, answer="90 days."), [V2_ID])
-    assert verdict.action == "abstain"
-
-
 def test_unanswerable_draft_abstains():
-    verdict = check_draft(ModelAnswer(answerable=False, answer="", insufficient_evidence_reason="Not covered."), [])
+    verdict = check_draft(ModelAnswer(answerable=False, answer="", insufficient_evidence_reason="Not covered."))
     assert verdict == type(verdict)("abstain", ["Not covered."])
 
 
 def test_member_identifier_in_answer_refuses():
-    verdict = check_draft(draft(answer="Member CVM-12345678 has 90 days."), [V2_ID])
+    verdict = check_draft(draft(answer="Member CVM-12345678 has 90 days."))
     assert verdict.action == "refuse" and "member_id" in verdict.reasons[0]
 
 
 def test_claim_decision_language_refuses():
-    verdict = check_draft(draft(answer="Your claim is approved; providers have 90 days."), [V2_ID])
+    verdict = check_draft(draft(answer="Your claim is approved; providers have 90 days."))
     assert verdict.action == "refuse" and "your claim is approved" in verdict.reasons[0]
 
 
-def test_refusal_outranks_missing_citations_and_keeps_both_reasons():
-    verdict = check_draft(draft(answer="We will pay it.", citations=()), [V2_ID])
-    assert verdict.action == "refuse" and len(verdict.reasons) == 2
+def test_refusal_outranks_abstaining_and_keeps_both_reasons():
+    unanswerable = ModelAnswer(answerable=False, answer="We will pay it.", insufficient_evidence_reason="Not covered.")
+    verdict = check_draft(unanswerable)
+    assert verdict.action == "refuse" and verdict.reasons[1:] == ["Not covered."] and len(verdict.reasons) == 2
 
 
 @pytest.mark.parametrize("pre, post", list(itertools.product(ACTIONS, repeat=2)))
@@ -71,21 +60,21 @@ CONTACTS = "Contacts › Hearing and Speech\nMembers who are deaf or hard of hea
 
 def test_a_number_quoted_verbatim_from_a_source_in_context_is_allowed():
     quoted = draft(answer="Members who are deaf or hard of hearing can call (541) 555-0108.")
-    assert check_draft(quoted, [V2_ID]).action == "refuse"  # the detector alone reads it as a member's number
-    assert check_draft(quoted, [V2_ID], [CONTACTS]) == type(check_draft(quoted, [V2_ID]))("allow", [])
+    assert check_draft(quoted).action == "refuse"  # the detector alone reads it as a member's number
+    assert check_draft(quoted, [CONTACTS]) == type(check_draft(quoted))("allow", [])
 
 
 def test_an_identifier_no_source_in_context_holds_still_refuses():
     made_up = draft(answer="Members who are deaf or hard of hearing can call (541) 555-0109.")
-    verdict = check_draft(made_up, [V2_ID], [CONTACTS])
+    verdict = check_draft(made_up, [CONTACTS])
     assert verdict.action == "refuse" and "phone_number" in verdict.reasons[0]
     leaked = draft(answer="Call (541) 555-0108; member ID 883104726 is on the appeal.")
-    verdict = check_draft(leaked, [V2_ID], [CONTACTS])
+    verdict = check_draft(leaked, [CONTACTS])
     assert verdict.action == "refuse" and "member_id" in verdict.reasons[0] and "phone_number" not in verdict.reasons[0]
 
 
 def test_whitespace_differences_do_not_hide_a_quoted_number_but_digits_must_match():
     reflowed = draft(answer="Members who are deaf or hard of hearing can call (541)\n555-0108.")
-    assert check_draft(reflowed, [V2_ID]).action == "refuse"
-    assert check_draft(reflowed, [V2_ID], [CONTACTS]).action == "allow"
-    assert check_draft(draft(answer="Members can call (541) 555-0180."), [V2_ID], [CONTACTS]).action == "refuse"
+    assert check_draft(reflowed).action == "refuse"
+    assert check_draft(reflowed, [CONTACTS]).action == "allow"
+    assert check_draft(draft(answer="Members can call (541) 555-0180."), [CONTACTS]).action == "refuse"

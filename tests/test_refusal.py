@@ -294,3 +294,37 @@ def test_nearest_section_in_memory_matches_postgres(demo_db, embed_model, monkey
         assert a == pytest.approx(b, abs=1e-4), role
     hidden, permitted = in_memory.nearest(clearance_for("rep"), vector)
     assert hidden > permitted + 0.08  # the fraud-scoring section is above a rep's clearance
+
+
+@pytest.mark.parametrize("role", ["rep", "supervisor"])
+def test_nearest_in_postgres_never_counts_a_section_above_the_caller_as_permitted(demo_db, monkeypatch, role):
+    """Asked with the very vector of a section above the caller (a higher level, or sensitive for a
+    role not cleared), the SQL path never finds it among the permitted sections, and finds it among
+    the hidden ones unless it is a call note (never a subject of its own)."""
+    from sqlalchemy import text
+
+    from policydesk import topics
+
+    clearance = clearance_for(role)
+    with demo_db.owner.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT c.node_id, c.access_level, c.sensitive, d.source_type, c.embedding::text AS v FROM data_chunks c "
+            "JOIN document_versions d ON d.doc_id = c.doc_id AND d.version = c.version ORDER BY c.node_id")).all()
+    above = {}
+    for r in rows:
+        if not clearance.permits(r.access_level, r.sensitive):
+            why = "sensitive" if r.access_level in clearance.levels else "level"
+            above.setdefault((why, r.source_type == "call_note"), r)
+    expected = {"rep": {("level", False), ("level", True), ("sensitive", True)},
+                "supervisor": {("level", False)}}[role]
+    assert expected <= set(above), f"the demo corpus lacks a section above {role}: {expected - set(above)}"
+    monkeypatch.setattr(topics, "IN_MEMORY_MAX_CHUNKS", 0)
+    gate = CorpusTopicGate(demo_db)
+    for (why, call_note), row in above.items():
+        vector = [float(x) for x in row.v.strip("[]").split(",")]
+        hidden, permitted = gate.nearest(clearance, vector)
+        assert gate._vectors is None  # the Postgres statement answered, not the in-memory index
+        assert permitted < 0.999, (why, row.node_id, permitted)
+        assert call_note or hidden == pytest.approx(1.0, abs=1e-4), (why, row.node_id, hidden)
+        everything = gate.nearest(clearance_for("compliance"), vector)
+        assert everything == (0.0, pytest.approx(1.0, abs=1e-4))

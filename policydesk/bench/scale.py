@@ -41,6 +41,7 @@ from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.clearance import Clearance
+from policydesk.storage.chunk_ids import chunk_id
 from policydesk.storage.models import Chunk
 from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
@@ -62,8 +63,8 @@ def _vec_text(v: np.ndarray) -> str:
 def _chunk_row(doc_id: str, title: str, stype: str, level: str, sensitive: bool, v: int, nver: int, s: int,
                text_: str, vec: np.ndarray, products: list[str] | None = None) -> tuple:
     eff_to = STARTS[v] if v < nver else "9999-12-31"
-    chunk_id = f"{doc_id}:v{v}:s{s}"
-    meta = {"chunk_id": chunk_id, "title": title, "version": v, "section": f"S{s}",
+    cid = chunk_id(doc_id, v, f"s{s}")
+    meta = {"chunk_id": cid, "title": title, "version": v, "section": f"S{s}",
             "section_id": f"s{s}", "source_type": stype, "effective_from": STARTS[v - 1],
             "effective_to": eff_to, "supersedes": None, "superseded_by": None,
             "date_basis": "date_of_service", "access_level": level, "sensitive": sensitive,
@@ -71,7 +72,7 @@ def _chunk_row(doc_id: str, title: str, stype: str, level: str, sensitive: bool,
     if products:
         meta["line_of_business"] = products
     node = make_node(doc_id, text_, meta)
-    return (text_, json.dumps(row_metadata(node)), chunk_id, _vec_text(vec))
+    return (text_, json.dumps(row_metadata(node)), cid, _vec_text(vec))
 
 
 def _doc_rows(doc_id: str, title: str, stype: str, level: str, sensitive: bool, nver: int,

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from sqlalchemy.orm import Session
 
 from policydesk.access import Clearance, clearance_for
-from policydesk.dates import DateInputError, check_date_order, parse_input_date
+from policydesk.dates import DateInputError
 from policydesk.products import checked_product
 from policydesk.storage.engine import Database
 from policydesk.users import get_active_user
-from policydesk.versions import BASIS_KEYS, basis_label
+from policydesk.versions import entered_dates as checked_dates
 
 
 class EntryError(ValueError):
@@ -34,17 +34,11 @@ def open_configured(settings) -> Database:
 
 
 def entered_dates(dates: Mapping[str, date | str | None] | None) -> dict[str, date]:
-    """The entered dates by basis, parsed and ordered as the pipeline checks them; a bad one raises."""
-    dates = dict(dates or {})
-    unknown = sorted(set(dates) - set(BASIS_KEYS))
-    if unknown:
-        raise EntryError(f"unknown date field(s): {', '.join(unknown)}; expected {', '.join(BASIS_KEYS)}")
+    """The entered dates by basis, checked by the pipeline's own check (`versions.entered_dates`)."""
     try:
-        parsed = {b: parse_input_date(dates.get(b), basis_label(b)) for b in BASIS_KEYS}
-        check_date_order(parsed["date_of_service"], parsed["denial_notice_date"])
+        return checked_dates(dates)
     except DateInputError as exc:
         raise EntryError(str(exc)) from None
-    return {b: d for b, d in parsed.items() if d is not None}
 
 
 def user_clearance(db: Database, user: str, line_of_business: str | None = None) -> Clearance:

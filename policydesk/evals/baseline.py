@@ -17,6 +17,7 @@ from llama_index.core.schema import NodeWithScore
 
 from policydesk.access import clearance_for
 from policydesk.retrievers import chunk_vector_store
+from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.prompt import date_notes, render_user_turn
@@ -73,6 +74,6 @@ class NaiveBaseline:
             if node is None:
                 continue
             m = node.node.metadata
-            out.cited_versions.append((m.get("doc_id") or node.node.ref_doc_id or cid.split(":", 1)[0], int(m["version"])))
+            out.cited_versions.append((doc_id_of(node.node), int(m["version"])))
             out.cited_texts.append(node.node.get_content())
         return out

@@ -10,15 +10,11 @@ from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
 from policydesk.ingest.chunking import ChunkSpec
 from policydesk.ingest.manifest import Source
+from policydesk.storage.chunk_ids import chunk_id
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def chunk_id(doc_id: str, version: int, key: str) -> str:
-    """DOC:vN:section-id for a section's first (often only) chunk, DOC:vN:section-id:K after it."""
-    return f"{doc_id}:v{version}:{key}"
 
 
 def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:

@@ -36,7 +36,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.answer import AnswerWarning
 from policydesk.postprocessors.report import ContextReport
-from policydesk.postprocessors.versions import doc_id_of
+from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import VersionLookup
 from policydesk.versions.durations import Duration, compare, parse_durations

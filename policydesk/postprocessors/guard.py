@@ -9,8 +9,8 @@ WHERE, under row-level security, in one round trip) and keeps the node only if
 - a chunk with that id exists and the caller may read it,
 - its stored `access_level` and `sensitive` columns pass `Clearance.permits` (a third check on
   the stored values, behind the predicate and RLS),
-- its stored line of business, when both the row and the clearance carry one, includes the
-  caller's product,
+- its stored line of business is in the clearance's product scope (`Clearance.applies_to`: a
+  row for every product, or a clearance with no product chosen, always is),
 - the node's text is the text stored under that id (a node cannot borrow a permitted id for
   text the caller may not read).
 
@@ -62,11 +62,8 @@ def verdict(row: Any | None, text: str, clearance: Clearance) -> str | None:
         return NOT_READABLE
     if not clearance.permits(row.access_level, bool(row.sensitive)):
         return ABOVE_CLEARANCE
-    # Only where both sides name products: a row with none applies to every product, and a
-    # clearance without one asks for no product filter.
-    wanted = getattr(clearance, "line_of_business", None)
-    stored = row.line_of_business
-    if wanted and stored and wanted not in stored:
+    # Asked apart from `permits` so a product mismatch keeps its own reason.
+    if not clearance.applies_to(row.line_of_business):
         return LINE_OF_BUSINESS
     if text != row.text:
         return TEXT_MISMATCH

@@ -34,6 +34,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.answer import AnswerWarning
 from policydesk.postprocessors.report import ContextReport
+from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import (
     NoVersionInForce,
@@ -46,11 +47,6 @@ from policydesk.versions import (
     in_force_today,
     previous_version,
 )
-
-
-def doc_id_of(node) -> str | None:
-    """The document id of a stored chunk (PGVectorStore keeps it as the source relationship)."""
-    return node.metadata.get("doc_id") or node.ref_doc_id
 
 
 class VersionResolver(BaseNodePostprocessor):

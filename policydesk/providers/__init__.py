@@ -11,6 +11,7 @@ from __future__ import annotations
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from policydesk.config import Settings
+from policydesk.providers.kinds import is_extractive, is_priced, provider_kind
 from policydesk.providers.local import OFFLINE_EMBEDDING_NAME, configure_llama_index, local_embedding, offline_embedding
 
 __all__ = [
@@ -18,9 +19,11 @@ __all__ = [
     "configure_llama_index",
     "embedding_for",
     "is_extractive",
+    "is_priced",
     "llm_for",
     "local_embedding",
     "offline_embedding",
+    "provider_kind",
 ]
 
 
@@ -49,8 +52,3 @@ def llm_for(settings: Settings, embed_model: BaseEmbedding | None = None):
         embed_model = local_embedding(settings)
     return ExtractiveAnswerer(embed_model=embed_model)
 
-
-def is_extractive(llm) -> bool:
-    from policydesk.providers.extractive import EXTRACTIVE_MODEL_NAME
-
-    return llm.metadata.model_name == EXTRACTIVE_MODEL_NAME

@@ -22,6 +22,7 @@ from pydantic import Field, PrivateAttr
 from policydesk.answer import Claim
 from policydesk.providers.blocks import SourceBlock, parse_prompt, prompt_programs
 from policydesk.providers.choice import SentenceChooser
+from policydesk.providers.kinds import EXTRACTIVE
 from policydesk.synthesis.schema import ModelAnswer
 
 __all__ = ["EXTRACTIVE_MODEL_NAME", "ExtractiveAnswerer", "extract_answer", "parse_prompt"]
@@ -73,6 +74,10 @@ class ExtractiveAnswerer(CustomLLM):
     @classmethod
     def class_name(cls) -> str:
         return "ExtractiveAnswerer"
+
+    @property
+    def provider_kind(self) -> str:
+        return EXTRACTIVE
 
     @property
     def metadata(self) -> LLMMetadata:

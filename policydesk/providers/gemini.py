@@ -31,6 +31,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.llms.google_genai import GoogleGenAI
 
 from policydesk.config import Settings
+from policydesk.providers.kinds import GEMINI
 from policydesk.synthesis.schema import ModelAnswer
 
 # Gemini 2.5 counts thinking tokens against max_output_tokens; leave room beyond the JSON.
@@ -53,6 +54,10 @@ class RetryingGoogleGenAI(GoogleGenAI):
     quota_retries: int = Field(default=3, ge=0, description="Retries after a 429/503 reply.")
     backoff_seconds: float = Field(default=1.0, ge=0, description="First backoff; doubles, with jitter.")
     retry_budget_seconds: float = Field(default=30.0, gt=0, description="Stop retrying after this long.")
+
+    @property
+    def provider_kind(self) -> str:
+        return GEMINI
 
     def _retry_kwargs(self) -> dict[str, Any]:
         return {

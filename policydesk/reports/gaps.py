@@ -22,6 +22,7 @@ from sqlalchemy import text
 from policydesk.access import Clearance
 from policydesk.reports.clusters import QuestionCluster, cluster_questions
 from policydesk.storage import sources
+from policydesk.storage.chunk_ids import doc_id_of_chunk
 from policydesk.storage.scope import scoped_session
 
 ABSTAIN_KINDS = ("no_source", "weak_match", "not_in_sources", "failed_closed", "failed_check", "line_of_business",
@@ -116,10 +117,6 @@ class _Trace:
     line_of_business: str | None = None
 
 
-def _doc_of(chunk_id: str) -> str:
-    return chunk_id.split(":", 1)[0]
-
-
 def _trace(row) -> _Trace:
     answer = row.answer or {}
     cited = tuple(dict.fromkeys(c["doc_id"] for c in row.citations or []))
@@ -127,7 +124,7 @@ def _trace(row) -> _Trace:
         id=str(row.id), day=row.created_at.astimezone(timezone.utc).date(), question=row.question,
         refused=row.refused, abstained=row.abstained or row.status == "failed", degraded=row.degraded,
         refusal_code=answer.get("refusal_code"), abstain_code=answer.get("abstain_code"), cited_docs=cited,
-        context_doc=_doc_of(row.chunk_ids[0]) if row.chunk_ids else None,
+        context_doc=doc_id_of_chunk(row.chunk_ids[0]) if row.chunk_ids else None,
         conflicts=tuple(answer.get("conflicts") or ()), line_of_business=row.line_of_business,
     )
 
@@ -172,7 +169,7 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
         # named only if the viewer may read both sides.
         flagged: dict[str, set[str]] = defaultdict(set)
         for c in t.conflicts:
-            policy_doc, note_doc = c.get("policy_doc_id"), _doc_of(c.get("note_chunk_id", ""))
+            policy_doc, note_doc = c.get("policy_doc_id"), doc_id_of_chunk(c.get("note_chunk_id", ""))
             if policy_doc in rows and note_doc in latest:
                 flagged[policy_doc].add(f"{c.get('note_title')} says {', '.join(c.get('note_values') or [])}")
         for policy_doc, notes in flagged.items():

@@ -7,6 +7,10 @@ An identifier-shaped string in the draft that appears verbatim in the text of a 
 context (a plan's fax line quoted from its contacts page) is not a member identifier: that text
 passed ingest screening, which runs the same detector with the source type in view. One that is
 in no source text was made up or carried in, and refuses.
+
+Citations are not re-checked here: the synthesizer admits an answer only when every claim cites
+a chunk that was in context (`synthesizer.validate_reply`, retried once, then failed closed), so
+a draft that reaches post-flight is already cited.
 """
 
 from __future__ import annotations
@@ -54,9 +58,9 @@ def unsourced_identifier_kinds(text: str, context_texts: Iterable[str] = ()) -> 
     return list(dict.fromkeys(kinds))
 
 
-def check_draft(answer: ModelAnswer, context_ids: Iterable[str], context_texts: Iterable[str] = ()) -> PostflightVerdict:
+def check_draft(answer: ModelAnswer, context_texts: Iterable[str] = ()) -> PostflightVerdict:
     """Refuse an answer that leaks a member identifier (one no context text holds) or announces a
-    claim decision; abstain from one whose claims are not all cited to chunks that were in context."""
+    claim decision; abstain from one that says the sources do not answer."""
     refuse: list[str] = []
     abstain: list[str] = []
     text = _answer_text(answer)
@@ -66,15 +70,6 @@ def check_draft(answer: ModelAnswer, context_ids: Iterable[str], context_texts: 
         refuse.append(f"The drafted answer announces a claim decision ({'; '.join(phrases)}).")
     if not answer.answerable:
         abstain.append(answer.insufficient_evidence_reason or "The drafted answer says the sources do not answer.")
-    else:
-        allowed = set(context_ids)
-        if not answer.claims:
-            abstain.append("The drafted answer has no cited claims.")
-        if any(not claim.citations for claim in answer.claims):
-            abstain.append("A claim in the drafted answer cites no source.")
-        unknown = sorted({c for claim in answer.claims for c in claim.citations if c not in allowed})
-        if unknown:
-            abstain.append(f"The drafted answer cites sources that were not in context ({', '.join(unknown)}).")
     if refuse:
         return PostflightVerdict("refuse", refuse + abstain)
     if abstain:

@@ -23,6 +23,7 @@ from llama_index.core.prompts import BasePromptTemplate, ChatPromptTemplate, Pro
 from llama_index.core.prompts.utils import get_template_vars
 from llama_index.core.schema import NodeWithScore
 
+from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.versions import Window, basis_label
 
 SYSTEM_PROMPT = """\
@@ -70,11 +71,6 @@ def unescape_data(text: str) -> str:
     return _ESCAPED_OPENER.sub(r"<\1", text)
 
 
-def doc_id_of(node: NodeWithScore) -> str:
-    meta = node.node.metadata
-    return str(meta.get("doc_id") or node.node.ref_doc_id or node.node.node_id.split(":", 1)[0])
-
-
 def in_force_label(effective_from: str | None, effective_to: str | None) -> str:
     """'2024-01-01 to 2025-12-31' or '2026-01-01 to open' (the last day shown is the last in force)."""
     if not effective_from:
@@ -111,7 +107,7 @@ def render_source(node: NodeWithScore) -> str:
     meta = node.node.metadata
     attrs = {
         "id": node.node.node_id,
-        "doc": doc_id_of(node),
+        "doc": doc_id_of(node.node),
         "title": meta.get("title", ""),
         "section": meta.get("section", ""),
         "version": meta.get("version", ""),

@@ -18,7 +18,7 @@ from llama_index.core.schema import NodeWithScore
 
 from policydesk.ingest.chunks import sha256_text
 from policydesk.synthesis.outcome import SynthesisOutcome
-from policydesk.synthesis.prompt import doc_id_of
+from policydesk.storage.chunk_ids import doc_id_of
 
 NO_ANSWER_PREFIX = "No answer: "
 
@@ -36,7 +36,7 @@ def citation_record(node: NodeWithScore) -> dict[str, Any]:
     meta = node.node.metadata
     return {
         "chunk_id": node.node.node_id,
-        "doc_id": doc_id_of(node),
+        "doc_id": doc_id_of(node.node),
         "title": meta.get("title"),
         "section": meta.get("section"),
         "version": meta.get("version"),

@@ -87,7 +87,8 @@ def _quoted(ids: Sequence[str]) -> str:
 
 
 def validate_reply(text: str, allowed_ids: Sequence[str]) -> tuple[ModelAnswer | None, Problem | None]:
-    """Parse and check one reply against the ids that were in context."""
+    """Parse and check one reply against the ids that were in context: the one place citations
+    are validated (post-flight relies on it)."""
     try:
         answer = ModelAnswer.model_validate_json(_strip_fences(text))
     except ValidationError as exc:

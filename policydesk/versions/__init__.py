@@ -10,7 +10,7 @@ the terminal client formats windows without importing llama_index.
 
 from importlib import import_module
 
-from policydesk.versions.bases import BASES, BASIS_KEYS, DateBasis, basis_label, basis_title
+from policydesk.versions.bases import BASES, BASIS_KEYS, DateBasis, basis_label, basis_title, entered_dates
 from policydesk.versions.durations import durations, say
 from policydesk.versions.errors import NoVersionInForce, NoVisibleVersion
 from policydesk.versions.window import Window, display_window, in_force_on, in_force_today, previous_version
@@ -30,7 +30,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "BASIS_KEYS", "BASES", "DateBasis", "basis_label", "basis_title",
+    "BASIS_KEYS", "BASES", "DateBasis", "basis_label", "basis_title", "entered_dates",
     "durations", "say", "NoVersionInForce", "NoVisibleVersion",
     "Window", "display_window", "in_force_on", "in_force_today", "previous_version", *_LAZY,
 ]

@@ -1,8 +1,10 @@
 """POST /api/v1/ask, GET /api/v1/citations/{trace_id}/{chunk_id}, GET /api/v1/versions/{doc_id}.
 
 The same pipeline, traces and clearance checks as the ask page: the routes parse, call the
-service and shape JSON. A question refused for its input (bad date, unknown field, product)
-is still traced, through the pipeline, as a failed request with the caller's role.
+service and shape JSON. Dates and the product go to the pipeline as entered, and its own checks
+judge them (`versions.entered_dates`, `products.checked_product`); the field it names at fault
+becomes the problem's. A question refused for its input (bad date, unknown field, product) is
+still traced, through the pipeline, as a failed request with the caller's role.
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from policydesk.answer import AskRequest
 from policydesk.citations import own_citation
-from policydesk.dates import DateInputError, check_date_order, parse_input_date
-from policydesk.products import UnknownLineOfBusiness, checked_product
-from policydesk.versions import BASIS_KEYS, basis_label, display_window
+from policydesk.versions import BASIS_KEYS, display_window
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
 from policydesk.web.api.schemas import AnswerOut, AskBody, CitedTextOut, TimelineOut, VersionOut
@@ -49,16 +49,16 @@ def _answer(pipeline, user: Staff, raw: bytes) -> dict:
         check_text(question=body.question, **{b: getattr(body, b) for b in BASIS_KEYS},
                    line_of_business=body.line_of_business)
         question = body.question
-        dates = _checked(body, pipeline.settings.MAX_QUESTION_CHARS)
-        product = checked_product(pipeline.db, user.clearance, body.line_of_business)
-    except UnknownLineOfBusiness as exc:
-        _reject(pipeline, user, question, ApiProblem.field("unknown_line_of_business", "line_of_business", str(exc)))
+        _check_question(body, pipeline.settings.MAX_QUESTION_CHARS)
     except ApiProblem as problem:
         _reject(pipeline, user, question, problem)
-    result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=dates,
-                                     line_of_business=product))
+    entered = {b: getattr(body, b) for b in BASIS_KEYS if getattr(body, b) is not None}
+    result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=entered,
+                                     line_of_business=body.line_of_business))
     data = result.to_json()
     trace_id = data["trace_id"]
+    if result.error_code in _INPUT_PROBLEMS:
+        raise ApiProblem.field(result.error_code, result.error_field or "body", result.error, trace_id=trace_id)
     if result.refused:
         raise ApiProblem("refused", result.refusal_message or "The question was refused.", extra=data, trace_id=trace_id)
     if result.error and result.role is None:  # disabled or deleted since the token was checked
@@ -68,22 +68,15 @@ def _answer(pipeline, user: Staff, raw: bytes) -> dict:
     return data
 
 
-def _checked(body: AskBody, max_chars: int) -> dict[str, str]:
+# The pipeline's input error codes that are problem types of their own (web/api/problems.py).
+_INPUT_PROBLEMS = ("invalid_date", "unknown_line_of_business")
+
+
+def _check_question(body: AskBody, max_chars: int) -> None:
     if not body.question.strip():
         raise ApiProblem.field("invalid_request", "question", "is empty")
     if len(body.question) > max_chars:
         raise ApiProblem.field("invalid_request", "question", f"is longer than {max_chars} characters")
-    parsed = {}
-    for basis in BASIS_KEYS:
-        try:
-            parsed[basis] = parse_input_date(getattr(body, basis), basis_label(basis))
-        except DateInputError as exc:
-            raise ApiProblem.field("invalid_date", basis, str(exc)) from None
-    try:
-        check_date_order(parsed["date_of_service"], parsed["denial_notice_date"])
-    except DateInputError as exc:
-        raise ApiProblem.field("invalid_date", "denial_notice_date", str(exc)) from None
-    return {b: d.isoformat() for b, d in parsed.items() if d is not None}
 
 
 @router.get("/citations/{trace_id}/{chunk_id}", response_model=CitedTextOut, responses=problems(404),
