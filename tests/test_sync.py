@@ -98,6 +98,37 @@ def test_a_bad_new_version_rolls_back_alone(folder, embed_model, settings):
     assert versions == [1]
 
 
+class _FailsOn:
+    """The real embedding model, except that a batch holding `word` fails as a model outage would."""
+
+    def __init__(self, model, word: str):
+        self._model, self._word = model, word
+
+    def get_text_embedding_batch(self, texts, **kwargs):
+        if any(self._word in t for t in texts):
+            raise RuntimeError("embedding service unavailable")
+        return self._model.get_text_embedding_batch(texts, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def test_a_source_whose_write_fails_midway_is_left_exactly_as_indexed(folder, embed_model, settings):
+    """Beta's version row is written while its vectors are computed; the model failing then
+    leaves neither a new hash nor a version without chunks: the earlier source stays synced."""
+    root, db = folder
+    beta_before = _indexed(db, "WIKI-BETA")
+    _edit(root, "alpha.md", "seven", "a quarter to seven")
+    _edit(root, "beta.md", "eight", "a quarter to eight")
+    with pytest.raises(RuntimeError, match="embedding service unavailable"):
+        sync_directory(db, root, _FailsOn(embed_model, "quarter to eight"), settings)
+    assert any("a quarter to seven" in t for t in _indexed(db, "WIKI-ALPHA")[1])
+    assert _indexed(db, "WIKI-BETA") == beta_before
+    report = sync_directory(db, root, embed_model, settings)
+    assert report.written == ["WIKI-BETA v1"] and report.ok
+    assert any("a quarter to eight" in t for t in _indexed(db, "WIKI-BETA")[1])
+
+
 def test_sync_every_syncs_on_its_period_and_survives_a_failed_run(folder, embed_model, settings):
     root, db = folder
     slept: list[float] = []
