@@ -191,17 +191,13 @@ class AskPipeline:
         dates = self._question_dates(question, dates, result)
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
-        # retrieve() opens the span that times the stage and fires the events the trace collects,
-        # including the HybridRetrievalEvent that says whether retrieval ran degraded. Extension
+        # The result says whether retrieval ran degraded and how near the best source is. Extension
         # retrievers join the same fusion; the clearance guard re-checks every node it returns.
         stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
                              settings=self.settings, clearance=clearance, dates=dates, today=self.today)
-        retrieved_nodes = stack.retrieve(QueryBundle(question))
-        retrieved = draft.retrieval
-        if retrieved is None:  # without it, a degraded retrieval would pass silently: fail closed
-            raise RuntimeError("the retrieval summary event was not collected")
-        result.degraded = retrieved.degraded
+        retrieved = stack.retrieve(QueryBundle(question))
         if retrieved.degraded:
+            result.degraded = True
             metrics.DEGRADED_ANSWERS.inc()
             log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason,
                         extra={"event": "degraded"})
@@ -215,7 +211,7 @@ class AskPipeline:
                                    recent_change_days=self.settings.RECENT_CHANGE_DAYS, report=report)
         flagger = ConflictFlagger(report=report)
         # Extension postprocessors run last, and the guard once more before the prompt.
-        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes)))
+        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved.nodes)))
         result.versions_applied = report.applied
         result.warnings += report.warnings
         result.conflicts = report.conflicts
@@ -253,8 +249,7 @@ class AskPipeline:
         outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
         result.model = outcome.model
         draft.attempts = outcome.attempts
-        draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)
-        draft.tokens_out = max(draft.tokens_out, outcome.tokens_out)
+        draft.tokens_in, draft.tokens_out = outcome.tokens_in, outcome.tokens_out
         if outcome.answer is None:
             if outcome.failed_closed:
                 metrics.FAIL_CLOSED.inc()
