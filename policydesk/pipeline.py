@@ -31,7 +31,7 @@ from policydesk.products import (
     valid_products,
     variants_in_context,
 )
-from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
+from policydesk.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
 from policydesk.answerability import names_source, program_names
@@ -185,6 +185,9 @@ class AskPipeline:
         result.redactions = list(screening.redaction.kinds)
         if screening.redaction.changed:
             result.warnings.append(AnswerWarning(kind="redacted", message=REDACTION_NOTE))
+        if screening.degraded_reason is not None:  # this request only: the next one tries the classifier
+            result.degraded = True
+            result.warnings.append(AnswerWarning(kind="degraded", message=INTENT_DEGRADED_NOTE))
         if screening.refusal is not None:
             self._refuse(result, screening.refusal.reason.value, screening.refusal.message)
             return
