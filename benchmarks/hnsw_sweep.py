@@ -76,7 +76,7 @@ def _summary(values: list[float]) -> dict:
 
 def _run_case(db, embed, case, queries, embs, exact, k: int, cap: _Capture) -> dict:
     arm = PermissionScopedRetriever(chunk_vector_store(db), embed,
-                                    ArmConfig(clearance=case.clearance, top_k=k, mode="dense"))
+                                    ArmConfig(clearance=case.clearance, top_k=k))
     by_id, by_dist, lat = [], [], []
     for q, e, want in zip(queries, embs, exact):
         t0 = time.perf_counter()

@@ -1,10 +1,12 @@
-"""LlamaIndex instrumentation handlers that fill the active request's `TraceDraft`.
+"""LlamaIndex instrumentation handlers that record into the active request's `TraceDraft`.
 
-Both sit on the root dispatcher and do nothing outside a request (no active draft):
+They only observe: no step reads a result back from them (retrieval returns its
+`RetrievalResult`, the synthesizer its outcome with the tokens it used). Both sit on the root
+dispatcher and do nothing outside a request (no active draft):
 
-- `TraceCollector` (events): the chunk ids every retriever returned, the hybrid retrieval's
-  summary (degraded, best dense similarity), what reached the model, LLM calls and tokens.
-- `StageTimer` (spans): stage timings from the spans LlamaIndex already opens around
+- `TraceCollector` (events): the chunk ids every retriever returned, what reached the model,
+  and the LLM calls.
+- `StageTimer` (spans): stage timings from the spans around `HybridRetriever.search()` /
   `retrieve()`, the postprocessors and the synthesizer. Steps that are not LlamaIndex
   components (role, refusal gate, what-changed, trace write) are timed by the pipeline.
 """
@@ -23,11 +25,11 @@ from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
-from policydesk.retrievers.hybrid import HybridRetrievalEvent
 from policydesk.tracing import current_trace
 
 # "Class.method" of a span (its id without the uuid) -> the trace stage it times.
 SPAN_STAGES = {
+    "HybridRetriever.search": "retrieval",
     "HybridRetriever.retrieve": "retrieval",
     "HybridRetriever.aretrieve": "retrieval",
     "VersionResolver._postprocess_nodes": "version_resolution",
@@ -38,15 +40,6 @@ SPAN_STAGES = {
     "CitedAnswerSynthesizer.synthesize_outcome": "synthesis",
     "CitedAnswerSynthesizer.asynthesize_outcome": "synthesis",
 }
-
-
-def _usage(response: Any) -> tuple[int, int]:
-    raw = getattr(response, "raw", None) or {}
-    usage = raw.get("usage_metadata") if isinstance(raw, dict) else getattr(raw, "usage_metadata", None)
-    if usage is None:
-        return 0, 0
-    get = usage.get if isinstance(usage, dict) else lambda k, d=None: getattr(usage, k, d)
-    return int(get("prompt_token_count", 0) or 0), int(get("candidates_token_count", 0) or 0)
 
 
 class TraceCollector(BaseEventHandler):
@@ -60,8 +53,6 @@ class TraceCollector(BaseEventHandler):
             return
         if isinstance(event, RetrievalEndEvent):
             draft.retrieved_ids.extend(n.node.node_id for n in event.nodes)
-        elif isinstance(event, HybridRetrievalEvent):
-            draft.retrieval = event
         elif isinstance(event, LLMChatStartEvent):
             draft.prompts.append("\n".join(str(m.content) for m in event.messages))
             draft.open_chats += 1
@@ -72,9 +63,6 @@ class TraceCollector(BaseEventHandler):
             # completion inside a chat is the same model call, counted once.
             if isinstance(event, LLMChatEndEvent) or draft.open_chats == 0:
                 draft.llm_calls += 1
-            tin, tout = _usage(event.response)
-            draft.tokens_in += tin
-            draft.tokens_out += tout
 
 
 class StageTimer(BaseSpanHandler[SimpleSpan]):

@@ -14,6 +14,10 @@ MULTIPROCESS = values.ValueClass is not values.MutexValue
 
 REGISTRY = CollectorRegistry()
 DEGRADED_ANSWERS = Counter("policydesk_degraded_answers", "Answers retrieved on the full-text fallback.", registry=REGISTRY)
+INTENT_CLASSIFIER_FAILURES = Counter(
+    "policydesk_intent_classifier_failures",
+    "Questions the refusal gate screened with its rules only because the intent classifier failed on them.",
+    registry=REGISTRY)
 FAIL_CLOSED = Counter("policydesk_fail_closed_answers", "Answers withheld after invalid model output or provider failure.", registry=REGISTRY)
 REFUSALS = Counter("policydesk_refusals", "Requests refused, by reason.", ["reason"], registry=REGISTRY)
 LEAK_TEST_FAILURES = Counter("policydesk_leak_test_failures", "Leak checks that found a chunk above clearance.", registry=REGISTRY)

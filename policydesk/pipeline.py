@@ -31,7 +31,7 @@ from policydesk.products import (
     valid_products,
     variants_in_context,
 )
-from policydesk.refusal import REDACTION_NOTE, RefusalGate, gate_for
+from policydesk.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, gate_for
 from policydesk.providers.kinds import is_extractive, is_priced
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
@@ -179,23 +179,22 @@ class AskPipeline:
         result.redactions = list(screening.redaction.kinds)
         if screening.redaction.changed:
             result.warnings.append(AnswerWarning(kind="redacted", message=REDACTION_NOTE))
+        if screening.degraded_reason is not None:  # this request only: the next one tries the classifier
+            result.degraded = True
+            result.warnings.append(AnswerWarning(kind="degraded", message=INTENT_DEGRADED_NOTE))
         if screening.refusal is not None:
             self._refuse(result, screening.refusal.reason.value, screening.refusal.message)
             return
         dates = self._question_dates(question, dates, result)
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
-        # retrieve() opens the span that times the stage and fires the events the trace collects,
-        # including the HybridRetrievalEvent that says whether retrieval ran degraded. Extension
+        # The result says whether retrieval ran degraded and how near the best source is. Extension
         # retrievers join the same fusion; the clearance guard re-checks every node it returns.
         stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
                              settings=self.settings, clearance=clearance, dates=dates, today=self.today)
-        retrieved_nodes = stack.retrieve(QueryBundle(question))
-        retrieved = draft.retrieval
-        if retrieved is None:  # without it, a degraded retrieval would pass silently: fail closed
-            raise RuntimeError("the retrieval summary event was not collected")
-        result.degraded = retrieved.degraded
+        retrieved = stack.retrieve(QueryBundle(question))
         if retrieved.degraded:
+            result.degraded = True
             metrics.DEGRADED_ANSWERS.inc()
             log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason,
                         extra={"event": "degraded"})
@@ -209,7 +208,7 @@ class AskPipeline:
                                    recent_change_days=self.settings.RECENT_CHANGE_DAYS, report=report)
         flagger = ConflictFlagger(report=report)
         # Extension postprocessors run last, and the guard once more before the prompt.
-        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved_nodes)))
+        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved.nodes)))
         result.versions_applied = report.applied
         result.warnings += report.warnings
         result.conflicts = report.conflicts
@@ -247,8 +246,7 @@ class AskPipeline:
         outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
         result.model = outcome.model
         draft.attempts = outcome.attempts
-        draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)
-        draft.tokens_out = max(draft.tokens_out, outcome.tokens_out)
+        draft.tokens_in, draft.tokens_out = outcome.tokens_in, outcome.tokens_out
         if outcome.answer is None:
             if outcome.failed_closed:
                 metrics.FAIL_CLOSED.inc()

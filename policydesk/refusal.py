@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from policydesk import metrics
 from policydesk.access import Clearance
 from policydesk.detectors import find_member_identifiers
 from policydesk.detectors.redact import Redaction, redact
@@ -70,6 +71,8 @@ OUT_OF_SCOPE_MESSAGE = (
     "with, or contact your supervisor."
 )
 REDACTION_NOTE = "Personal details were removed from the question before it was searched or sent to a model."
+INTENT_DEGRADED_NOTE = ("The question was screened by rules only: the intent classifier failed on it. "
+                        "Check that this is a policy question PolicyDesk should answer.")
 EMPTY_QUESTION_MESSAGE = "Type a policy question to ask PolicyDesk."
 QUESTION_TOO_LONG_MESSAGE = (
     "This question is longer than {max_chars} characters. Ask about one policy "
@@ -95,6 +98,8 @@ class Screening:
     # The subject is one only sources above the caller's clearance cover: the answer is withheld
     # as "the sources you may read don't say", after the same steps an unanswered question takes.
     topic_gated: bool = False
+    # Why this question was screened by rules only (the intent classifier failed on it), if it was.
+    degraded_reason: str | None = None
 
     @property
     def question(self) -> str:
@@ -138,17 +143,25 @@ class RefusalGate:
     def _screen_intent(self, text: str, clearance: Clearance, redaction: Redaction) -> Screening:
         from policydesk.detectors import is_claim_action, is_out_of_scope
 
-        label, signals, local_vector, by_rule = "pass", [], None, True
+        label, signals, local_vector, by_rule, degraded = "pass", [], None, True, None
         if self.intent is not None:
             try:
                 verdict = self.intent.classify(text)
                 label, local_vector, by_rule = verdict.label, verdict.vector, verdict.by_rule
                 signals.append(f"intent:{label}:{'rule' if by_rule else 'model'}")
-            except Exception:  # the local model failed: the rules still hold the floor
-                log.exception("intent classifier failed; screening with rules only")
-                self.intent = None
-        if self.intent is None:
+            except Exception as exc:  # this question only: the rules hold the floor, the next tries again
+                degraded = f"intent classifier failed: {exc.__class__.__name__}: {exc}"
+                metrics.INTENT_CLASSIFIER_FAILURES.inc()
+                log.exception("intent classifier failed; this question is screened with rules only",
+                              extra={"event": "degraded"})
+        if self.intent is None or degraded is not None:
             label = "claim_action" if is_claim_action(text) else "out_of_scope" if is_out_of_scope(text) else "pass"
+        screening = self._decide(label, by_rule, text, clearance, redaction, signals, local_vector)
+        screening.degraded_reason = degraded
+        return screening
+
+    def _decide(self, label: str, by_rule: bool, text: str, clearance: Clearance, redaction: Redaction,
+                signals: list[str], local_vector) -> Screening:
         if label == "claim_action":
             return Screening(Refusal(RefusalReason.claim_action, CLAIM_ACTION_MESSAGE), redaction, signals)
         if self.topics is not None and (label == "pass" or not by_rule):
@@ -203,9 +216,8 @@ def gate_for(db, settings, embed_model: QueryEmbedder | None = None) -> RefusalG
     intent = shared_classifier()
     try:
         intent.fit()  # at start-up, not on the first question (about a second, once per process)
-    except Exception:  # the local model is missing or broken: the rules still hold the floor
-        log.exception("intent classifier could not be fitted; screening with rules only")
-        intent = None
+    except Exception:  # each question tries it again, and one it fails on is screened by rules, marked degraded
+        log.exception("intent classifier could not be fitted; each question will retry it")
     return RefusalGate(plan_patterns=settings.PLAN_ID_PATTERNS, intent=intent,
                        topics=CorpusTopicGate(db), embed_model=embed_model,
                        max_chars=settings.MAX_QUESTION_CHARS, covered_similarity=COVERED_MIN_SIMILARITY,

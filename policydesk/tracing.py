@@ -1,9 +1,9 @@
 """One trace row per request: the draft a request fills, the row it becomes, and its storage.
 
 While a request's `TraceDraft` is active (a context variable), the LlamaIndex handlers in
-`policydesk.instrumentation` fill it: retrieved chunk ids, the retrieval summary, prompts, LLM
-calls and tokens, and stage timings from spans. The pipeline times the stages that are not
-LlamaIndex components and adds the outcome; `trace_row` maps it all (and the price of the
+`policydesk.instrumentation` record into it: retrieved chunk ids, prompts, LLM calls, and stage
+timings from spans. The pipeline times the stages that are not LlamaIndex components and adds
+the outcome and the tokens the synthesizer reports; `trace_row` maps it all (and the price of the
 request) onto the `traces` columns, and `write_trace` stores the row even when the request
 failed.
 """
@@ -34,7 +34,6 @@ class TraceDraft:
     started: float = field(default_factory=time.perf_counter)
     stage_ms: dict[str, float] = field(default_factory=dict)
     retrieved_ids: list[str] = field(default_factory=list)  # every retriever's result, arms included
-    retrieval: Any = None  # the HybridRetrievalEvent of this request's retrieval
     llm_calls: int = 0
     open_chats: int = 0  # chat calls under way (a completion inside one is not another call)
     prompts: list[str] = field(default_factory=list)  # what reached the model, for leak checks

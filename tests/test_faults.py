@@ -208,12 +208,54 @@ def test_degraded_answer_moves_its_counter_and_shows_on_metrics(demo_db, setting
     before = _count("policydesk_degraded_answers_total")
     with caplog.at_level(logging.INFO, logger=PIPELINE_LOG):
         r = _ask(client, TIMELY)
-    assert "Degraded retrieval" in text_of(r.text, "warnings")
+    assert "Retrieval ran degraded" in text_of(r.text, "warnings")
     assert _latest_trace(demo_db, names["rep"])["degraded"] is True
     assert any("retrieval degraded" in m and "RESOURCE_EXHAUSTED" in m for m in _messages(caplog))
     assert _events(caplog).count("degraded") == 1
     assert _count("policydesk_degraded_answers_total") == before + 1
     assert f"policydesk_degraded_answers_total {before + 1}" in client.get("/metrics").text
+
+
+class _FailsOnce:
+    """The production classifier, except that its first call raises (a local-model hiccup)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+
+    def classify(self, question, vector=None):
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("onnxruntime: session failed")
+        return self.inner.classify(question, vector)
+
+
+def test_a_classifier_failure_degrades_that_request_only(demo_db, settings, embed_model, names, caplog):
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
+    flaky = pipeline.gate.intent = _FailsOnce(pipeline.gate.intent)
+    user = names["rep"]
+    before = _count("policydesk_intent_classifier_failures_total")
+    with caplog.at_level(logging.INFO):
+        first = pipeline.ask(AskRequest(user_name=user, question=TIMELY))
+    assert first.degraded and first.answerable  # screened by the rules, answered, and says so
+    assert [w.kind for w in first.warnings].count("degraded") == 1
+    assert "screened by rules only" in next(w.message for w in first.warnings if w.kind == "degraded")
+    assert _latest_trace(demo_db, user)["degraded"] is True
+    assert _count("policydesk_intent_classifier_failures_total") == before + 1
+    assert any(getattr(r, "event", None) == "degraded" and "intent classifier failed" in r.getMessage()
+               for r in caplog.records)
+    second = pipeline.ask(AskRequest(user_name=user, question=TIMELY))
+    assert flaky.calls == 2 and pipeline.gate.intent is flaky  # the next request tried the classifier again
+    assert not second.degraded and "degraded" not in [w.kind for w in second.warnings]
+    assert _latest_trace(demo_db, user)["degraded"] is False
+    assert _count("policydesk_intent_classifier_failures_total") == before + 1
+    assert second.answer == first.answer
+
+
+def test_rules_still_refuse_a_claim_action_while_the_classifier_fails(demo_db, settings, embed_model, names):
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
+    pipeline.gate.intent = _FailsOnce(pipeline.gate.intent)
+    result = pipeline.ask(AskRequest(user_name=names["rep"], question="Please approve this claim."))
+    assert result.refused and result.refusal_reason == "claim_action" and result.degraded
 
 
 @pytest.mark.parametrize("question,reason", [

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.schema import QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQuery
 from sqlalchemy import event
@@ -56,8 +57,8 @@ def test_one_or_two_connections_return_what_each_arm_returns_alone(role, demo_db
         got = two.search(q)
         assert got.arm_counts["text"] > 0 and got.arm_counts["dense"] > 0, q
         assert _view(got) == _view(one.search(q)), q
-        parts = one._parts(q)  # noqa: SLF001
-        alone = one._fuse(parts, [(dense_arm.retrieve(p), text_arm.retrieve(p), []) for p in parts], None)  # noqa: SLF001
+        parts = got.parts
+        alone = one.fuse(parts, [(dense_arm.retrieve(p), text_arm.retrieve(p), []) for p in parts], None)
         assert _view(got) == _view(alone), q
 
 
@@ -140,23 +141,29 @@ def test_a_pipelined_read_runs_under_the_callers_scope_and_the_ann_settings(role
         assert conn.exec_driver_sql("SELECT current_setting('policydesk.levels', true)").scalar() in (None, "")
 
 
-def test_the_retrieval_event_still_fires_once_per_retrieve(demo_db, embed_model):
+def test_the_retrieval_events_fire_once_per_search_and_per_retrieve(demo_db, embed_model):
     seen = []
 
     class Catch(BaseEventHandler):
         def handle(self, event, **kwargs) -> None:
-            if isinstance(event, HybridRetrievalEvent):
+            if isinstance(event, (HybridRetrievalEvent, RetrievalEndEvent)):
                 seen.append(event)
 
     handler = Catch()
     dispatcher = get_dispatcher()
     dispatcher.add_event_handler(handler)
+    retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("supervisor"))
     try:
-        nodes = HybridRetriever(chunk_vector_store(demo_db), embed_model,
-                                clearance=clearance_for("supervisor")).retrieve(QUESTIONS[0])
+        result = retriever.search(QUESTIONS[0])
+        searched = list(seen)
+        seen.clear()
+        nodes = retriever.retrieve(QUESTIONS[0])
     finally:
         dispatcher.event_handlers.remove(handler)
-    assert nodes and len(seen) == 1 and seen[0].arm_counts["text"] > 0
+    for events, got in ((searched, result.nodes), (seen, nodes)):
+        summary, end = events  # the summary inside the span, then LlamaIndex's end event
+        assert isinstance(summary, HybridRetrievalEvent) and summary.arm_counts == result.arm_counts
+        assert [n.node.node_id for n in end.nodes] == [n.node.node_id for n in got] and got
 
 
 def test_a_second_connection_only_when_no_other_search_is_running(demo_db, embed_model, statement_log):

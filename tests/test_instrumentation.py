@@ -42,8 +42,8 @@ def test_an_ask_fires_retrieval_events_and_the_trace_keeps_what_they_carried(pip
         get_dispatcher().event_handlers.remove(recorder)
     summaries = [e for e in recorder.events if isinstance(e, HybridRetrievalEvent)]
     assert len(summaries) == 1 and summaries[0].degraded is False and summaries[0].best_similarity > 0.35
-    # The hybrid retriever's own end event, not only its arms': the pipeline went through retrieve().
-    assert any(e.span_id and e.span_id.startswith("HybridRetriever.retrieve") for e in recorder.events
+    # The hybrid retriever's own end event, not only its arms': the pipeline's search() fires it.
+    assert any(e.span_id and e.span_id.startswith("HybridRetriever.search") for e in recorder.events
                if isinstance(e, RetrievalEndEvent))
     row = _row(demo_db, result.trace_id)
     seen = row["answer"]["instrumentation"]

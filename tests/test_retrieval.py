@@ -147,12 +147,12 @@ def test_app_role_cannot_switch_off_rls(demo_db):
             conn.execute(text("SET row_security = off; SELECT 1 FROM data_chunks"))
 
 
-def test_sync_and_async_paths_agree(demo_db, embed_model):
+def test_search_retrieve_and_aretrieve_return_the_same_nodes(demo_db, embed_model):
     r = _retriever(demo_db, embed_model, "rep")
     q = "how long do members have to appeal a denial?"
-    sync_ids = [n.node.node_id for n in r.search(q).nodes]
-    async_ids = [n.node.node_id for n in asyncio.run(r.asearch(q)).nodes]
-    assert sync_ids == async_ids and sync_ids
+    searched = [n.node.node_id for n in r.search(q).nodes]
+    assert searched == [n.node.node_id for n in r.retrieve(q)]
+    assert searched == [n.node.node_id for n in asyncio.run(r.aretrieve(q))] and searched
 
 
 def test_fusion_is_deterministic_and_deduplicated_by_chunk_id(demo_db, embed_model):
@@ -177,15 +177,12 @@ class _BrokenEmbedding:
     def get_query_embedding(self, query):
         raise RuntimeError("429 RESOURCE_EXHAUSTED: embedding quota exceeded")
 
-    async def aget_query_embedding(self, query):
-        raise RuntimeError("429 RESOURCE_EXHAUSTED: embedding quota exceeded")
-
 
 @pytest.mark.parametrize("role", ROLES)
 def test_embedding_failure_degrades_to_full_text_under_the_same_predicate(role, demo_db):
     c = clearance_for(role)
     r = HybridRetriever(chunk_vector_store(demo_db), _BrokenEmbedding(), clearance=c)
-    for result in (r.search("SIU fraud referral timely filing appeal"), asyncio.run(r.asearch("timely filing limit"))):
+    for result in (r.search("SIU fraud referral timely filing appeal"), r.search("timely filing limit")):
         assert result.degraded and "RESOURCE_EXHAUSTED" in result.degraded_reason
         assert result.nodes, "full-text fallback still answers"
         for n in result.nodes:

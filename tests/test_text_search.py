@@ -8,16 +8,19 @@ import asyncio
 
 import pytest
 import yaml
-from llama_index.core.schema import QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
+
 from policydesk.access import ROLES, Clearance, clearance_for
-from policydesk.retrievers import PermissionScopedRetriever, chunk_vector_store
+from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig
-from policydesk.retrievers.store import store_engines
 from policydesk.retrievers.text import IndexedTextRetriever, or_query
+from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
+from policydesk.storage.upstream import store_engines
 from tests.conftest import REPO
 
 QUESTIONS = [q["question"] for f in ("golden_dev.yaml", "golden_test.yaml")
@@ -28,11 +31,30 @@ QUESTIONS = [q["question"] for f in ("golden_dev.yaml", "golden_test.yaml")
 ]
 
 
+class _PlainTextSearch:
+    """The reference: PGVectorStore's own TEXT_SEARCH query under RLS, with the access predicate
+    as its metadata filters (the path production read before the side path)."""
+
+    def __init__(self, store, config: ArmConfig) -> None:
+        self.store, self.config = store, config
+
+    def retrieve(self, query: str) -> list[NodeWithScore]:
+        c = self.config
+        with permitted_scope(c.clearance):
+            result = self.store.query(VectorStoreQuery(query_str=query, similarity_top_k=c.top_k,
+                                                       sparse_top_k=c.top_k, filters=access_filters(c.clearance),
+                                                       mode=VectorStoreQueryMode.TEXT_SEARCH))
+        nodes = result.nodes or []
+        for n in nodes:
+            n.metadata.pop("custom_fields", None)
+        return [NodeWithScore(node=n, score=s) for n, s in zip(nodes, result.similarities or [None] * len(nodes))]
+
+
 def _arms(db, role: str, k: int = 20):
     c = clearance_for(role)
     store = chunk_vector_store(db)
-    config = ArmConfig(clearance=c, top_k=k, mode="text")
-    return PermissionScopedRetriever(store, None, config), IndexedTextRetriever(*store_engines(store), config)
+    config = ArmConfig(clearance=c, top_k=k)
+    return _PlainTextSearch(store, config), IndexedTextRetriever(store_engines(store)[0], config)
 
 
 def _ranked(nodes) -> list[tuple[str, float]]:

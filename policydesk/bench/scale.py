@@ -314,7 +314,7 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
     results = []
     for case in bench_cases(db):
         matching = _matching(db, case)
-        arm = PermissionScopedRetriever(store, embed_model, ArmConfig(clearance=case.clearance, top_k=k, mode="dense"))
+        arm = PermissionScopedRetriever(store, embed_model, ArmConfig(clearance=case.clearance, top_k=k))
         recalls, recalls_dist, short, lat, gaps = [], [], 0, [], []
         for q, emb in zip(questions, embs):
             t0 = time.perf_counter()
@@ -347,15 +347,6 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
             "kth_distance_gap_mean": float(np.mean(gaps)) if gaps else None,
             "kth_distance_gap_max": float(np.max(gaps)) if gaps else None,
         })
-    # the full-text arm, under the rep's predicate
-    rep = Clearance(role="bench:rep", levels=("public", "internal"), sensitive=False)
-    arm = PermissionScopedRetriever(store, None, ArmConfig(clearance=rep, top_k=20, mode="text"))
-    arm.retrieve(QueryBundle(questions[0]))
-    plan = _explain(db, rep, cap.statement, cap.params)
-    (out_dir / f"{tag}_text_rep.txt").write_text(f"-- statement\n{cap.statement}\n-- plan\n{plan}\n")
-    results.append({"case": "fulltext_rep", "uses_gin": "data_chunks_idx" in plan,
-                    "to_tsvector_on_column_in_plan": "to_tsvector" in plan,
-                    "statement_has_to_tsvector": "to_tsvector" in (cap.statement or "")})
     event.remove(db.app, "before_cursor_execute", cap._on)
     results.append(_explain_side_path(db, questions[0], out_dir, tag))
     results.append(_explain_text_join(db, questions[0], out_dir, tag))

@@ -10,7 +10,6 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
                first, then dense; Postgres runs them one after the other)
   arms_two_connections  the same with the dense arm on a second pipelined connection: the two
                backends run the arms side by side (settings.CONCURRENT_ARMS)
-  text_plain_rls  the same query through PGVectorStore's text search under RLS (the old path)
   fusion       RRF + deterministic rerank
   guard        ClearanceGuard.postprocess_nodes on the fused top k (settings.TOP_K, 8): one read of
                the stored rows by chunk id under the caller's scope (docs/extending.md)
@@ -51,7 +50,7 @@ from policydesk.answer import AskRequest
 from policydesk.pipeline import AskPipeline
 from policydesk.postprocessors import VersionResolver
 from policydesk.postprocessors.guard import ClearanceGuard
-from policydesk.retrievers import HybridRetriever, PermissionScopedRetriever, chunk_vector_store
+from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import write_trace
@@ -62,7 +61,7 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 GOLDEN = (REPO / "evals" / "golden_dev.yaml", REPO / "evals" / "golden_test.yaml")  # latency only, no scores
 
-STAGES = ("embed", "dense", "text", "arms_one_connection", "arms_two_connections", "text_plain_rls", "fusion", "guard",
+STAGES = ("embed", "dense", "text", "arms_one_connection", "arms_two_connections", "fusion", "guard",
           "guard_alone", "scoped_noop", "versions", "retrieval", "retrieval_one_connection", "retrieval_two_connections",
           "retrieval_separate_reads", "naive", "synthesis", "trace_write", "ask_e2e")
 
@@ -160,11 +159,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         text_nodes, t_text = timed(lambda: text_arm.retrieve(bundle))
         _, t_one = timed(lambda: hybrid.arm_results([bundle]))
         _, t_two = timed(lambda: hybrid_two.arm_results([bundle]))
-        # The same query through PGVectorStore's own text search under RLS (the path before
-        # migration 0010), in the same run, for the ratio.
-        plain = PermissionScopedRetriever(store, None, text_arm.config)
-        _, t_text_plain = timed(lambda: plain.retrieve(bundle))
-        fused, t_fusion = timed(lambda: hybrid._fuse([q.text], [(dense, text_nodes)], None))
+        fused, t_fusion = timed(lambda: hybrid.fuse([q.text], [(dense, text_nodes)], None))
         guard = ClearanceGuard(engine=db.app, clearance=clearance)  # a fresh report: every node is read
         _, t_guard = timed(lambda: guard.postprocess_nodes(fused.nodes))
         if record:
@@ -201,7 +196,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("arms_one_connection", t_one),
                           ("arms_two_connections", t_two), ("retrieval_one_connection", retrieval_one),
                           ("retrieval_two_connections", retrieval_two),
-                          ("retrieval_separate_reads", retrieval_separate), ("text_plain_rls", t_text_plain),
+                          ("retrieval_separate_reads", retrieval_separate),
                           ("fusion", t_fusion), ("guard", t_guard), ("scoped_noop", t_noop),
                           ("versions", t_versions), ("retrieval", retrieval), ("naive", t_naive),
                           ("synthesis", t_synth), ("trace_write", t_trace), ("ask_e2e", t_ask)):

@@ -16,12 +16,10 @@ runs the whole pipeline, gate included.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
@@ -31,6 +29,7 @@ from policydesk.extensions.spec import RESERVED_NAMES
 from policydesk.extensions.stack import RequestStack
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.retrievers import chunk_vector_store
+from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import VersionLookup
 
@@ -39,7 +38,7 @@ MISSING_CLEARANCE = ("PolicyRetriever needs the caller's Clearance (policydesk.a
                      "nothing limits what it ranks.")
 
 
-class PolicyRetriever(BaseRetriever):
+class PolicyRetriever(ThreadedRetriever):
     def __init__(self, db, embed_model, settings, *, clearance: Clearance,
                  dates: Mapping[str, date | str | None] | None, today: date | None = None,
                  postprocessors: Sequence[BaseNodePostprocessor] | Mapping[str, BaseNodePostprocessor] = (),
@@ -83,11 +82,8 @@ class PolicyRetriever(BaseRetriever):
         resolver = VersionResolver(lookup=self._lookup, clearance=self.clearance, dates=self.dates, today=today,
                                    recent_change_days=self._settings.RECENT_CHANGE_DAYS, report=report)
         flagger = ConflictFlagger(report=report)
-        nodes = stack.retrieve(query_bundle)
+        nodes = stack.retrieve(query_bundle).nodes
         return stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(nodes)))
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return await asyncio.to_thread(self._retrieve, query_bundle)  # the guard and version reads are sync
 
 
 def retriever(user: str, *, dates: Mapping[str, date | str | None] | None, line_of_business: str | None = None,

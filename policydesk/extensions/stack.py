@@ -2,7 +2,7 @@
 
 The pipeline calls it in two places (docs/design.md, steps 4-6):
 
-    nodes = stack.retrieve(question)        # every arm, one RRF, then the guard
+    retrieved = stack.retrieve(question)    # every arm, one RRF, then the guard: a RetrievalResult
     ...                                     # built-in version resolution and conflict flagging
     nodes = stack.finish(nodes)             # extension postprocessors, then the guard again
 
@@ -16,11 +16,9 @@ covers every column of every stored row).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -31,11 +29,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from policydesk import metrics
 from policydesk.extensions.context import ComponentContext
 from policydesk.extensions.registry import Extensions
-from policydesk.instrumentation import install_instrumentation
 from policydesk.postprocessors.guard import ClearanceGuard, GuardReport
-from policydesk.retrievers.hybrid import DENSE_ARM, TEXT_ARM, HybridRetriever
+from policydesk.retrievers.hybrid import DENSE_ARM, TEXT_ARM, HybridRetriever, RetrievalResult
 from policydesk.storage.clearance import Clearance
-from policydesk.tracing import TraceDraft, active_trace, current_trace
+from policydesk.tracing import current_trace
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +46,12 @@ class RequestStack:
                  dates: dict[str, date], today: date,
                  postprocessors: Sequence[tuple[str, BaseNodePostprocessor]] = ()) -> None:
         """`postprocessors`: (name, instance) pairs run after the registered ones, guarded alike."""
-        install_instrumentation()  # the retrieval summary arrives as an event
         self.clearance = clearance
         self.context = ComponentContext(clearance=clearance, dates=dict(dates), today=today, top_k=settings.TOP_K,
                                         engine=db.app, async_engine=db.app_async, vector_store=store,
                                         embed_model=embed_model)
         self.report = GuardReport()
         self.guard = ClearanceGuard(engine=db.app, clearance=clearance, report=self.report)
-        # On the async path extension arms are guarded in parallel threads; each guard pass reads
-        # the drops it added by position in the shared report, so passes take turns.
-        self._guard_turn = threading.Lock()
         extra = [(r.name, GuardedArm(r.name, r.build(self.context), self)) for r in extensions.retrievers]
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
                                          text_candidates=settings.TEXT_CANDIDATES,
@@ -72,47 +65,26 @@ class RequestStack:
         self._query: QueryBundle | None = None
 
     # -- retrieval: every arm, one RRF, then the guard --------------------------------------------
-    def retrieve(self, query: str | QueryBundle) -> list[NodeWithScore]:
+    def retrieve(self, query: str | QueryBundle) -> RetrievalResult:
+        """The hybrid retrieval's result with only the nodes the guard passed."""
         self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
-        with _draft() as draft:
-            self._start()
-            nodes = self.retriever.retrieve(self._query)
-            return self._after_retrieval(nodes, draft.retrieval)
-
-    async def aretrieve(self, query: str | QueryBundle) -> list[NodeWithScore]:
-        self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
-        with _draft() as draft:
-            self._start()
-            nodes = await self.retriever.aretrieve(self._query)
-            return self._after_retrieval(nodes, draft.retrieval)
-
-    def _start(self) -> None:
         for name in (DENSE_ARM, TEXT_ARM):  # the built-in arms first in the trace
             self._record(name, "retriever")
-
-    def _after_retrieval(self, nodes: list[NodeWithScore], summary) -> list[NodeWithScore]:
-        counts = getattr(summary, "arm_counts", {}) or {}
+        result = self.retriever.search(self._query)
         for name in (DENSE_ARM, TEXT_ARM):  # extension arms are recorded by their GuardedArm
-            self._record(name, "retriever", nodes=counts.get(name, 0))
-        for chunk_id, arms in (getattr(summary, "sources", {}) or {}).items():
+            self._record(name, "retriever", nodes=result.arm_counts.get(name, 0))
+        for chunk_id, arms in result.sources.items():
             # An extension arm is named first: a built-in arm returning the same id returned the
             # stored row, so a failing node can only be the extension's.
             ordered = [a for a in arms if a not in self.built_in] + [a for a in arms if a in self.built_in]
             self._origin[chunk_id] = "+".join(ordered)
-        return self._guarded(nodes, "retrieval")
+        return replace(result, nodes=self._guarded(result.nodes, "retrieval"))
 
     # -- after the built-in postprocessors: extension postprocessors, then the guard ---------------
     def finish(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
         for name, postprocessor in self.postprocessors:
             before = self._before(nodes)
             out = postprocessor.postprocess_nodes(nodes, query_bundle=self._query)
-            nodes = self._after_postprocessor(name, before, out)
-        return self._guarded(nodes, "context")
-
-    async def afinish(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-        for name, postprocessor in self.postprocessors:
-            before = self._before(nodes)
-            out = await postprocessor.apostprocess_nodes(nodes, query_bundle=self._query)
             nodes = self._after_postprocessor(name, before, out)
         return self._guarded(nodes, "context")
 
@@ -136,10 +108,6 @@ class RequestStack:
         return kept
 
     def _guarded(self, nodes: list[NodeWithScore], stage: str, component: str | None = None) -> list[NodeWithScore]:
-        with self._guard_turn:
-            return self._guarded_now(nodes, stage, component)
-
-    def _guarded_now(self, nodes: list[NodeWithScore], stage: str, component: str | None) -> list[NodeWithScore]:
         seen = len(self.report.drops)
         kept = self.guard.postprocess_nodes(nodes)
         draft = current_trace()
@@ -171,7 +139,7 @@ class RequestStack:
 
 
 class GuardedArm(BaseRetriever):
-    """An extension retriever behind the clearance guard (sync and async share `_check`)."""
+    """An extension retriever behind the clearance guard."""
 
     def __init__(self, name: str, inner: BaseRetriever, stack: RequestStack) -> None:
         self._name, self._inner, self._stack = name, inner, stack
@@ -181,24 +149,5 @@ class GuardedArm(BaseRetriever):
     def inner(self) -> BaseRetriever:
         return self._inner
 
-    def _check(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-        return self._stack.check_arm(self._name, nodes)
-
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._check(self._inner.retrieve(query_bundle))
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        nodes = await self._inner.aretrieve(query_bundle)
-        return await asyncio.to_thread(self._check, nodes)  # the guard's read is sync: off the event loop
-
-
-@contextmanager
-def _draft() -> Iterator[TraceDraft]:
-    """The active request's trace draft, or a throwaway one (bench, tests), so the retrieval
-    summary event always has somewhere to land."""
-    draft = current_trace()
-    if draft is not None:
-        yield draft
-        return
-    with active_trace(TraceDraft()) as throwaway:
-        yield throwaway
+        return self._stack.check_arm(self._name, self._inner.retrieve(query_bundle))

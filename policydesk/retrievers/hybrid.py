@@ -1,15 +1,17 @@
 """Dense + full-text under one predicate, fused with RRF, split per question part.
 
+`search()` is the retrieval: it returns a `RetrievalResult` (the fused nodes, whether it ran
+degraded and why, the best dense similarity the abstain threshold reads, what each arm returned,
+and its timings). LlamaIndex's `retrieve()` / `aretrieve()` return the same body's nodes. Both
+open a span and fire the retrieval start/end events and one `HybridRetrievalEvent` for
+observers (`policydesk.instrumentation` times the span and records the ids); nothing reads a
+result back from them.
+
 If the query embedding fails, retrieval falls back to the full-text arm (same predicate) and
 the result says `degraded=True`; the answer, page, trace and a counter carry it. Never silent.
+Every node also carries `retrieval_degraded` in its metadata.
 
-Callers use LlamaIndex's public `retrieve()` / `aretrieve()`, so the retrieval span and the
-start/end events fire. What the node list can't carry (degraded with no rows left, the best
-dense similarity the abstain threshold reads) goes out as one `HybridRetrievalEvent` inside
-that span; every node also carries `retrieval_degraded` in its metadata. `search()` returns
-the same facts as a `RetrievalResult`, without instrumentation, for calibration and tests.
-
-The sync path embeds the question first, holding no connection, then reads both arms through
+The question is embedded first, holding no connection, then both arms are read through
 pipelined scoped reads (`storage/pipelined.py`): the dense statements go down a second connection
 when `concurrent_arms` is set and no other search is running in the process, so the two backends
 run the arms side by side while this thread waits once (docs/performance.md, "Retrieval at scale").
@@ -21,8 +23,8 @@ returned and which arms returned each chunk, so the clearance guard can name a c
 
 from __future__ import annotations
 
-import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -31,15 +33,17 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.retrievers.fusion import deterministic_rerank, reciprocal_rank_fusion
 from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig, EmbeddingUnavailable, PermissionScopedRetriever
 from policydesk.retrievers.split import split_question
-from policydesk.retrievers.store import store_engines
 from policydesk.retrievers.text import IndexedTextRetriever
+from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.pipelined import scoped_pipeline
+from policydesk.storage.upstream import store_engines
 
 
 dispatcher = get_dispatcher(__name__)
@@ -56,6 +60,7 @@ class RetrievalResult:
     best_similarity: float | None = None  # best dense cosine similarity, None when degraded
     arm_counts: dict[str, int] = field(default_factory=dict)  # nodes each arm returned, over all parts
     sources: dict[str, list[str]] = field(default_factory=dict)  # chunk id -> arms that returned it
+    timings_ms: dict[str, float] = field(default_factory=dict)  # embed, arms, extensions, fusion
 
 
 class HybridRetrievalEvent(BaseEvent):
@@ -79,7 +84,7 @@ class HybridRetrievalEvent(BaseEvent):
                    sources=result.sources)
 
 
-class HybridRetriever(BaseRetriever):
+class HybridRetriever(ThreadedRetriever):
     """The bare arms, fused (also exported as `HybridArmsRetriever`): the predicate and RLS in every
     statement, but no clearance guard and no version resolution, so every version of a policy that
     matches comes back. `policydesk.PolicyRetriever` is the one to compose answers with."""
@@ -88,13 +93,12 @@ class HybridRetriever(BaseRetriever):
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
                  extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = False,
                  **kwargs: Any) -> None:
-        self._dense = PermissionScopedRetriever(
-            vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k, mode="dense"))
+        self._engine = store_engines(vector_store)[0]
+        self._dense = PermissionScopedRetriever(vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
         # as PGVectorStore's own text query, but served by a GIN index under RLS.
         self._text = IndexedTextRetriever(
-            *store_engines(vector_store),
-            ArmConfig(clearance=clearance, top_k=arm_top_k, mode="text", text_candidates=text_candidates))
+            self._engine, ArmConfig(clearance=clearance, top_k=arm_top_k, text_candidates=text_candidates))
         self._extra = list(extra_arms)  # (name, retriever): fused with the built-in arms
         names = [DENSE_ARM, TEXT_ARM] + [name for name, _ in self._extra]
         if len(set(names)) != len(names):
@@ -103,9 +107,8 @@ class HybridRetriever(BaseRetriever):
         self._top_k = top_k
         self._split = split_parts
         self._clearance = clearance
-        self._engine = store_engines(vector_store)[0]
-        # sync search(): the arms on two connections at once (settings.CONCURRENT_ARMS), so
-        # Postgres runs them side by side; each such search holds two pooled connections.
+        # The arms on two connections at once (settings.CONCURRENT_ARMS), so Postgres runs them
+        # side by side; each such search holds two pooled connections.
         self._concurrent = concurrent_arms
         super().__init__(**kwargs)
 
@@ -113,10 +116,35 @@ class HybridRetriever(BaseRetriever):
     def arms(self) -> tuple[PermissionScopedRetriever, IndexedTextRetriever]:
         return self._dense, self._text
 
-    def _parts(self, query: str) -> list[str]:
-        return split_question(query) if self._split else [query]
+    @dispatcher.span
+    def search(self, query: str | QueryBundle) -> RetrievalResult:
+        """The retrieval, with the start/end events `retrieve()` fires around the same body."""
+        dispatcher.event(RetrievalStartEvent(str_or_query_bundle=query))
+        result = self._search(query.query_str if isinstance(query, QueryBundle) else query)
+        dispatcher.event(RetrievalEndEvent(str_or_query_bundle=query, nodes=result.nodes))
+        return result
 
-    def _fuse(self, parts: list[str], per_part: list[tuple[list, list]], degraded: str | None) -> RetrievalResult:
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._search(query_bundle.query_str).nodes
+
+    def _search(self, query: str) -> RetrievalResult:
+        parts = split_question(query) if self._split else [query]
+        bundles = [QueryBundle(part) for part in parts]
+        timings: dict[str, float] = {}
+        with _timed(timings, "embed"):
+            embeddings, degraded = self.embeddings(bundles)
+        with _timed(timings, "arms"):
+            arms = self.read_arms(bundles, embeddings)
+        with _timed(timings, "extensions"):
+            extra = [[arm.retrieve(bundle) for _, arm in self._extra] for bundle in bundles]
+        with _timed(timings, "fusion"):
+            result = self.fuse(parts, [(dense, text, more) for (dense, text), more in zip(arms, extra)], degraded)
+        result.timings_ms = timings
+        dispatcher.event(HybridRetrievalEvent.of(result))
+        return result
+
+    def fuse(self, parts: list[str], per_part: list[tuple[list, list]], degraded: str | None) -> RetrievalResult:
+        """One RRF per question part over (dense, text[, extra arms' lists]), reranked, interleaved."""
         ranked_lists, best = [], None
         counts = dict.fromkeys(self._names, 0)
         sources: dict[str, list[str]] = {}
@@ -144,25 +172,21 @@ class HybridRetriever(BaseRetriever):
         return RetrievalResult(nodes, degraded is not None, degraded, parts, best, counts,
                                {n.node.node_id: sources.get(n.node.node_id, []) for n in nodes})
 
-    def search(self, query: str) -> RetrievalResult:
-        parts = self._parts(query)
-        arms, degraded = self.arm_results([QueryBundle(part) for part in parts])
-        per_part = [(dense, text, [arm.retrieve(QueryBundle(part)) for _, arm in self._extra])
-                    for part, (dense, text) in zip(parts, arms)]
-        return self._fuse(parts, per_part, degraded)
-
-    def arm_results(self, bundles: list[QueryBundle]) -> tuple[list[tuple[list, list]], str | None]:
-        """(dense, text) nodes for each question part, and why the dense arm was skipped (the
-        embedding failed), if it was. A bundle that carries its embedding is not embedded again."""
-        # Embed first, holding no connection: a slow or failing provider (up to its timeout) must
-        # not keep pooled connections open in a transaction.
-        embeddings, degraded = [], None
+    def embeddings(self, bundles: list[QueryBundle]) -> tuple[list[list[float]], str | None]:
+        """Each part's query vector, or none and why (the embedding failed): then the dense arm is
+        skipped. A bundle that carries its embedding is not embedded again. Runs before any
+        connection is taken: a slow or failing provider (up to its timeout) must not keep pooled
+        connections open in a transaction."""
+        embeddings = []
         for bundle in bundles:
             try:
                 embeddings.append(self._dense.embedding(bundle))
             except EmbeddingUnavailable as exc:
-                degraded, embeddings = str(exc), []
-                break
+                return [], str(exc)
+        return embeddings, None
+
+    def read_arms(self, bundles: list[QueryBundle], embeddings: list[list[float]]) -> list[tuple[list, list]]:
+        """(dense, text) nodes for each question part; no dense nodes without embeddings."""
         with ExitStack() as pipes:
             alone = pipes.enter_context(_search_in_flight())
             text_pipe = pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
@@ -172,40 +196,24 @@ class HybridRetriever(BaseRetriever):
             denses = [dense_pipe.send(*self._dense.statement(e)) for e in embeddings] or [None] * len(bundles)
         built: dict = {}  # chunk id -> node, shared by both arms' lists
         return [(self._dense.nodes(d.fetchall(), built) if d else [], self._text.nodes(t.fetchall(), built) if t else [])
-                for d, t in zip(denses, texts)], degraded
+                for d, t in zip(denses, texts)]
 
-    async def asearch(self, query: str) -> RetrievalResult:
-        parts = self._parts(query)
-        degraded = None
-
-        async def one(part: str):
-            nonlocal degraded
-            bundle = QueryBundle(part)
-            text_task = asyncio.ensure_future(self._text.aretrieve(bundle))
-            extra_tasks = asyncio.gather(*(arm.aretrieve(bundle) for _, arm in self._extra))
-            try:
-                dense = await self._dense.aretrieve(bundle)
-            except EmbeddingUnavailable as exc:
-                degraded, dense = str(exc), []
-            return dense, await text_task, list(await extra_tasks)
-
-        per_part = list(await asyncio.gather(*(one(p) for p in parts)))
-        if degraded is not None:
-            per_part = [([], text, extra) for _, text, extra in per_part]
-        return self._fuse(parts, per_part, degraded)
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = self.search(query_bundle.query_str)
-        dispatcher.event(HybridRetrievalEvent.of(result))
-        return result.nodes
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.asearch(query_bundle.query_str)
-        dispatcher.event(HybridRetrievalEvent.of(result))
-        return result.nodes
+    def arm_results(self, bundles: list[QueryBundle]) -> tuple[list[tuple[list, list]], str | None]:
+        """`embeddings` then `read_arms`: the built-in arms of one search, without fusion."""
+        embeddings, degraded = self.embeddings(bundles)
+        return self.read_arms(bundles, embeddings), degraded
 
 
-_IN_FLIGHT = 0  # sync searches running in this process now
+@contextmanager
+def _timed(timings: dict[str, float], name: str):
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = round((time.perf_counter() - t0) * 1000, 3)
+
+
+_IN_FLIGHT = 0  # searches reading their arms in this process now
 _IN_FLIGHT_LOCK = threading.Lock()
 
 

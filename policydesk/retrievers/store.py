@@ -23,12 +23,6 @@ def chunk_vector_store(db) -> PGVectorStore:
     )
 
 
-def store_engines(store: PGVectorStore):
-    """The (sync, async) engines a chunk store was built with. PGVectorStore keeps them private;
-    we passed them in (chunk_vector_store), so reading them back is safe."""
-    return store._engine, store._async_engine  # noqa: SLF001
-
-
 def node_from_row(node_id: str, text: str, metadata: dict, built: dict[str, TextNode] | None = None) -> TextNode:
     """A chunk row as a node (`row_to_node`), or a plain TextNode for a row written without
     LlamaIndex's node metadata, as PGVectorStore falls back. With `built`, a chunk both arms

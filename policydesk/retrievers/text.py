@@ -20,17 +20,16 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from sqlalchemy import BindParameter, Float, Integer, Select, String, bindparam, column, func, select
 
 from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig
 from policydesk.retrievers.store import node_from_row
+from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Chunk
 from policydesk.storage.pipelined import compiled, scoped_reads
 from policydesk.storage.predicate import access_clause
-from policydesk.storage.scope import permitted_scope
 
 
 def search_statement(query: str | BindParameter, k: int | BindParameter, clearance: Clearance,
@@ -54,29 +53,22 @@ def or_query(query_str: str) -> str:
 @lru_cache(maxsize=256)
 def _compiled_search(dialect, clearance: Clearance) -> tuple[str, dict]:
     """`search_statement` for this clearance with the query, k and cap left as parameters,
-    compiled once (the sync path reads it through `storage/pipelined.py`)."""
+    compiled once (read through `storage/pipelined.py`)."""
     params = (bindparam("query", value="", type_=String), bindparam("k", value=0, type_=Integer),
               bindparam("candidates", value=0, type_=Integer))
     return compiled(search_statement(*params[:2], clearance, params[2]), dialect, keep=("query", "k", "candidates"))
 
 
-class IndexedTextRetriever(BaseRetriever):
+class IndexedTextRetriever(ThreadedRetriever):
     """Postgres full-text search through the side path, then the chunk rows under RLS."""
 
-    def __init__(self, engine, async_engine, config: ArmConfig, **kwargs: Any) -> None:
-        self._engine, self._async_engine, self._config = engine, async_engine, config
+    def __init__(self, engine, config: ArmConfig, **kwargs: Any) -> None:
+        self._engine, self._config = engine, config
         super().__init__(**kwargs)
 
     @property
     def config(self) -> ArmConfig:
         return self._config
-
-    def _statement(self, query_bundle: QueryBundle) -> Select | None:
-        query = or_query(query_bundle.query_str)
-        if not query:
-            return None
-        c = self._config
-        return search_statement(query, c.top_k, c.clearance, c.text_candidates)
 
     def statement(self, query_bundle: QueryBundle) -> tuple[str, dict] | None:
         """The search as (sql, params) for a pipelined read (`storage/pipelined.py`); None when
@@ -100,12 +92,3 @@ class IndexedTextRetriever(BaseRetriever):
         # BEGIN, the scope, the search and ROLLBACK in one wait on the server.
         [rows] = scoped_reads(self._engine, self._config.clearance, [statement])
         return self.nodes(rows)
-
-    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        stmt = self._statement(query_bundle)
-        if stmt is None:
-            return []
-        with permitted_scope(self._config.clearance):
-            async with self._async_engine.connect() as conn:
-                rows = (await conn.execute(stmt)).all()
-        return self.nodes([tuple(r) for r in rows])

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Dialect, Engine
 
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.scope import Scope, transaction_settings
+from policydesk.storage.upstream import has_listeners
 
 
 def compiled(stmt: Select, dialect: Dialect, *, keep: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
@@ -80,7 +81,7 @@ def _announce(conn, statements: Sequence[tuple[str, dict[str, Any]]]) -> None:
     """Fire the engine's `before_cursor_execute` listeners for statements sent past SQLAlchemy, so
     whatever watches the application's SQL (statement logs, the tests' access-predicate spies)
     sees these reads too. No cursor or execution context exists for them: both are None."""
-    if not conn._has_events and not conn.engine._has_events:
+    if not has_listeners(conn):
         return
     for sql, params in statements:
         conn.dispatch.before_cursor_execute(conn, None, sql, params, None, False)

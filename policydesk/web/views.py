@@ -19,7 +19,7 @@ WARNING_LABELS = {
     "recent_change": "Recent change",
     "scheduled_change": "Scheduled change",
     "conflict": "Conflict",
-    "degraded": "Degraded retrieval",
+    "degraded": "Degraded",
     "extractive": "Extractive answerer",
     "stale_source": "Stale source",
     "version_swapped": "Version applied",

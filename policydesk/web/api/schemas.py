@@ -134,7 +134,9 @@ class AnswerOut(BaseModel):
     redactions: list[str] = Field(description=(
         "Identifier detectors that fired on the question (e.g. member_id, email, id_shaped); those "
         "parts were removed before retrieval, any model call and the trace."))
-    degraded: bool = Field(description="True when retrieval fell back to full text (embedding service down).")
+    degraded: bool = Field(description="True when the request ran degraded: retrieval fell back to full text "
+                                       "(embedding service down), or the refusal screen used its rules only "
+                                       "(intent classifier failed); a `degraded` warning says which.")
     dates: DatesOut | dict[str, Any]
     line_of_business: str | None = Field(default=None, description="The product the answer was given for, or null.")
     versions_applied: list[VersionAppliedOut]
