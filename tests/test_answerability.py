@@ -83,6 +83,17 @@ def test_the_exception_asked_about_beats_the_general_rule():
     assert "60 days" in result.claims[0].text
 
 
+def test_the_rule_in_force_is_quoted_over_the_notice_that_announced_it():
+    notice = chunk("NOTICE:v1:what-changes", "Standard referral reviews will be completed within 5 business days "
+                   "instead of 10 business days.", title="Provider Notice 12 Referral Review Changes",
+                   section="What changes")
+    rule = chunk("REF:v2:timeframes", "(b) Standard reviews. Starting with requests received on or after "
+                 "March 1, the plan completes a standard referral review within 5 business days.",
+                 title="Referral Reviews", section="Review timeframes")
+    result = answer("how long does a standard referral review take?", [notice, rule])
+    assert result.claims[0].citations == ["REF:v2:timeframes"]
+
+
 def test_the_program_named_wins_over_a_higher_scoring_sentence_for_another_program():
     # Programs are read from the corpus's own names for them ("Brightway Kids (CHIP)").
     side_by_side = chunk("PA:v1:timeframes", "(a) Brightway Kids (CHIP). Standard requests are decided within "

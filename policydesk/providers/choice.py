@@ -55,6 +55,15 @@ _CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}\b")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 # The source whose title the question names ("the CHIP bulletin") over a closer-scoring other one.
 NAMED_SOURCE_BONUS = 0.05
+# A sentence that tells of a change ("will be decided within 7 days instead of 15") gives way to
+# one stating the rule itself, unless the question asks about the change.
+CHANGE_PENALTY = 0.12
+_TELLS_CHANGE = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|no\s+longer|as\s+(?:they|it|we|you)\s+already\s+do|changes?\s+from|"
+    r"replac(?:es|ing)|will\s+now|previously|formerly|(?:up|down)\s+from)\b", re.IGNORECASE)
+_ASKS_CHANGE = re.compile(
+    r"\b(?:chang\w*|new|newer|differ\w*|still|anymore|any\s+more|no\s+longer|used\s+to|updat\w*|instead|"
+    r"replac\w*|previous\w*|old|before\s+the)\b", re.IGNORECASE)
 # A wiki page or note sentence that says what a policy sentence says (cosine of the plain
 # sentences at least this) is a restatement: the binding policy sentence is quoted instead.
 RESTATEMENT_COSINE = 0.85
@@ -223,6 +232,7 @@ class SentenceChooser:
         wanted = terms(part)
         codes = {c.lower() for c in _CODE.findall(part) if not _YEAR.match(c)}
         wants_value = bool(_ASKS_FOR_VALUE.search(part))
+        wants_change = bool(_ASKS_CHANGE.search(part))
         fits = [fit(ask, Passage(sentence=text, lead_in=lead, heading=blocks[b].heading, products=blocks[b].products))
                 for b, _, text, lead in quotable]
         contested = set().union(*(f.contests for f in fits))
@@ -242,5 +252,7 @@ class SentenceChooser:
             if codes and codes & {c.lower() for c in _CODE.findall(f"{block.heading} {lead} {text}")}:
                 score += CODE_BONUS
             score += DISTINCT_BONUS * min(DISTINCT_MAX, len(distinct & scoped))
+            if not wants_change and _TELLS_CHANGE.search(text):
+                score -= CHANGE_PENALTY
             ranked.append(Candidate(b, s, text, similarity, score, lead))
         return sorted(ranked, key=lambda c: (-c.score, c.block_index, c.sentence_index))
