@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 from datetime import datetime, timezone
-from pathlib import Path
 
 from policydesk.config import get_settings
 from policydesk.evals.golden import load_split
@@ -28,7 +27,6 @@ from policydesk.providers import embedding_for, llm_for
 from policydesk.runtime import open_migrated
 
 UNCAPPED = 2**31 - 1
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def _outcomes(run) -> dict[str, dict]:
@@ -80,8 +78,9 @@ def main() -> None:
     finally:
         db.dispose()
     out["loadavg_end"] = os.getloadavg()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"golden_at_scale_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{args.split}.json"
+    results = settings.DATA_DIR / "bench"
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"golden_at_scale_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{args.split}.json"
     path.write_text(json.dumps(out, indent=2))
     print(f"saved {path}")
 

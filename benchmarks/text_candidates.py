@@ -42,7 +42,6 @@ from policydesk.storage.scope import permitted_scope
 
 UNCAPPED = 2**31 - 1
 FILLER_PREFIX = "SYN-"  # the bench filler's chunk ids (policydesk/bench/scale.py)
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def _call(db, clearance, q: str, k: int, cap: int) -> tuple[list[str], float]:
@@ -75,7 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=227, help="golden questions (first N)")
     ap.add_argument("--filler-queries", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=2, help="timed calls per question, role and cap")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=None, help="directory for the JSON; default DATA_DIR/bench")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     caps = [int(c) for c in args.caps.split(",")]
 
@@ -127,8 +126,9 @@ def main(argv=None) -> int:
                                                            for k, x in s.items()}}), flush=True)
     out["loadavg_end"] = os.getloadavg()
     db.dispose()
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"text_candidates_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}.json"
+    results = args.out or settings.DATA_DIR / "bench"
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"text_candidates_{datetime.now(timezone.utc):%Y%m%dT%H%M%S}_{total}.json"
     path.write_text(json.dumps(out, indent=1))
     print(f"saved {path}")
     return 0
