@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     HNSW_MAX_SCAN_TUPLES: int = 40000
     # relaxed_order | strict_order | off (pgvector's hnsw.iterative_scan), set with the two above.
     HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
+    # Below this many chunks, dense search scans every permitted row instead of the HNSW index
+    # (storage/scope.py); 0 = always the index. Default measured in docs/performance.md.
+    DENSE_EXACT_BELOW_ROWS: int = Field(default=0, ge=0)
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
     # summing to at most about this many rows (migration 0016); below it, results are the uncapped
     # ranking's. docs/performance.md, "Update (5)", has latency, recall and golden answers per cap

@@ -82,9 +82,15 @@ def _scope_sql(scope: Scope) -> tuple[str, dict[str, str]]:
 # with the filtered-ANN settings that statement sets.
 _HOOKED: "weakref.WeakKeyDictionary[Engine, dict[str, str]]" = weakref.WeakKeyDictionary()
 _SCOPE_OPTION = "policydesk_scope"
+# Below `exact_below_rows` chunks (the planner's row estimate, pg_class.reltuples) index scans are
+# off for the transaction, so a dense top-k is an exact scan: on a small corpus reading every row
+# is cheaper than walking the graph, and it cannot miss a row. Bitmap scans (full-text, lookups
+# by id) are unaffected.
 _ANN_SQL = ("set_config('hnsw.iterative_scan', %(scan)s, true), "
             "set_config('hnsw.ef_search', %(ef)s, true), "
-            "set_config('hnsw.max_scan_tuples', %(mst)s, true)")
+            "set_config('hnsw.max_scan_tuples', %(mst)s, true), "
+            "set_config('enable_indexscan', CASE WHEN (SELECT reltuples FROM pg_class "
+            "WHERE oid = to_regclass('data_chunks')) < %(exact)s::real THEN 'off' ELSE 'on' END, true)")
 
 
 def transaction_settings(engine: Engine, scope: Scope | None) -> tuple[str, dict[str, str]]:
@@ -122,11 +128,12 @@ def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | Non
 
 
 def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int,
-                       iterative_scan: str = "relaxed_order") -> None:
+                       iterative_scan: str = "relaxed_order", exact_below_rows: int = 0) -> None:
     """Bind the active scope and the filtered-ANN settings to each transaction on `engine`."""
     # Iterative scans (pgvector >= 0.8) keep walking the HNSW graph until LIMIT rows pass
     # the WHERE clause, so a filtered top-k is not cut short by rows the caller can't see.
-    _HOOKED[engine] = {"ef": str(ef_search), "mst": str(max_scan_tuples), "scan": iterative_scan}
+    _HOOKED[engine] = {"ef": str(ef_search), "mst": str(max_scan_tuples), "scan": iterative_scan,
+                       "exact": str(exact_below_rows)}
 
     @event.listens_for(engine, "begin")
     def _set_scope(conn) -> None:  # noqa: ANN001 - SQLAlchemy Connection
