@@ -23,7 +23,7 @@ TARGETS = {
     "embed_p95_ms": 30.0,
     "ingest_chunks_per_s": 150.0,
     "ratio_vs_naive": 1.5,
-    "guard_p95_ms_top8": 1.0,  # issue 21: the clearance guard at top-k 8
+    "guard_p95_ms_top8": 1.0,  # the clearance guard at top-k 8
 }
 
 

@@ -36,7 +36,7 @@ class Case:
     name: str
     levels: tuple[str, ...]
     sensitive: bool  # False adds the "not sensitive" clause, as for a rep
-    product: str | None = None  # a line of business chosen with the question (issue 18)
+    product: str | None = None  # a line of business chosen with the question
 
     @property
     def clearance(self) -> Clearance:

@@ -1,11 +1,11 @@
-"""Synthetic filler at scale, and filtered top-k checks against an exact scan.
+"""Synthetic filler at scale: documents, their versions and chunk rows, bulk-loaded.
 
 Two kinds of filler, named in every result (`filler_mode`):
 
-- "noisy" (the default, and the only kind before issue 17 point 2): copies of real chunk texts
-  whose embeddings are the real chunk embedding plus small Gaussian noise, renormalised (as
-  tests/test_retrieval.py builds them). Each demo chunk gets 80-800 near-identical vectors: tight
-  clusters no real corpus has, which is hard on an HNSW graph.
+- "noisy" (the default): copies of real chunk texts whose embeddings are the real chunk
+  embedding plus small Gaussian noise, renormalised (as tests/test_retrieval.py builds them).
+  Each demo chunk gets 80-800 near-identical vectors: the near-duplicate shape of a corpus of
+  versions and editions, in tighter clusters than a real one has.
 - "realistic": templated policy-like sections (`policy_text.py`: many topics, aspects,
   numbers, headings; later versions rewrite a sentence) embedded by the offline model as ingest
   embeds a chunk. The vectors are kept on disk (`vector_file.py`, under the data dir), so a
