@@ -117,7 +117,7 @@ class Settings(BaseSettings):
     # Below HNSW_SMALL_BELOW_ROWS chunks, ef_search is HNSW_EF_SEARCH_SMALL (storage/scope.py): a
     # small table's planner otherwise prefers an exact scan to an ef_search-200 graph walk, and pays
     # for it. docs/performance.md, "Retrieval at scale", has the measurement.
-    HNSW_SMALL_BELOW_ROWS: int = Field(default=0, ge=0)
+    HNSW_SMALL_BELOW_ROWS: int = Field(default=20000, ge=0)
     HNSW_EF_SEARCH_SMALL: int = Field(default=100, ge=1)
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
     # summing to at most about this many rows (migration 0016); below it, results are the uncapped
