@@ -5,7 +5,7 @@ On a database kept by `policydesk bench --scale N --keep` (either filler), for e
 size recorded), then for each search setting (ef_search x hnsw.iterative_scan x
 hnsw.max_scan_tuples) the production dense arm (`PermissionScopedRetriever` on the application
 login, under RLS, with the scope hook installing that setting, as POLICYDESK_HNSW_* would) runs
-every query for every filter of the bench (policydesk/bench/scale.py `bench_cases`: the
+every query for every filter of the bench (policydesk/bench/recall.py `bench_cases`: the
 selectivity cases and each role's filter, with and without a product). Recall@10 is against an
 exact scan of the same predicate (owner login, index scans off), by id and by distance
 (`scale.recall_at_k`: ties count). The plan each filter took (HNSW or an exact scan) is
@@ -20,7 +20,7 @@ Queries: the golden questions (demo topics) and questions templated on the fille
 The exact reference takes minutes at 10^5 rows: --reference keeps it in a file and reuses it
 while the database, its row count and the queries are the same. The index is rebuilt as it was
 found at the end (unless --leave-index). Prints one line per setting and saves one JSON object
-under --out (default DATA_DIR/results/benchmarks; rewritten after every setting); `hnsw_sweep.py table FILE` prints
+in --out (default DATA_DIR/results/benchmarks; rewritten after every setting); `hnsw_sweep.py table FILE` prints
 it as the markdown table docs/performance.md shows.
 
     POLICYDESK_DATA_DIR=/tmp/pdbench/data .venv/bin/python benchmarks/hnsw_sweep.py DBNAME \
@@ -43,7 +43,8 @@ from llama_index.core.schema import QueryBundle
 from sqlalchemy import event, text
 
 from policydesk.bench import policy_text, stages
-from policydesk.bench.scale import _Capture, _exact, _explain, _matching, bench_cases, recall_at_k
+from policydesk.bench.explain import Capture, explain
+from policydesk.bench.recall import bench_cases, exact_top_k, matching_rows, recall_at_k
 from policydesk.config import get_settings
 from policydesk.providers import local_embedding
 from policydesk.retrievers import chunk_vector_store
@@ -74,9 +75,9 @@ def _summary(values: list[float]) -> dict:
     return {"mean": round(float(a.mean()), 3), "min": round(float(a.min()), 2), "zeros": int((a == 0).sum())}
 
 
-def _run_case(db, embed, case, queries, embs, exact, k: int, cap: _Capture) -> dict:
+def _run_case(db, embed, case, queries, embs, exact, k: int, cap: Capture) -> dict:
     arm = PermissionScopedRetriever(chunk_vector_store(db), embed,
-                                    ArmConfig(clearance=case.clearance, top_k=k))
+                                    ArmConfig(clearance=case.clearance, top_k=k, ))
     by_id, by_dist, lat = [], [], []
     for q, e, want in zip(queries, embs, exact):
         t0 = time.perf_counter()
@@ -85,7 +86,7 @@ def _run_case(db, embed, case, queries, embs, exact, k: int, cap: _Capture) -> d
         r_id, r_dist = recall_at_k([(n.node.node_id, 1 - n.score) for n in nodes], want)
         by_id.append(r_id)
         by_dist.append(r_dist)
-    plan = _explain(db, case.clearance, cap.statement, cap.params)
+    plan = explain(db, case.clearance, cap.statement, cap.params)
     return {"plan": "hnsw" if INDEX in plan else "exact", "by_id": by_id, "by_distance": by_dist,
             "p50_ms": round(float(np.percentile(lat, 50)), 2), "p95_ms": round(float(np.percentile(lat, 95)), 2)}
 
@@ -99,7 +100,7 @@ def _exact_path_db(settings, database: str):
     return db
 
 
-def _exact_path_ms(db, embed, case, queries, embs, exact, k: int, cap: _Capture) -> dict:
+def _exact_path_ms(db, embed, case, queries, embs, exact, k: int, cap: Capture) -> dict:
     r = _run_case(db, embed, case, queries, embs, exact, k, cap)
     return {"p50_ms": r["p50_ms"], "p95_ms": r["p95_ms"], "plan": r["plan"],
             "recall_by_distance_min": min(r["by_distance"])}
@@ -152,7 +153,7 @@ def _reference(base, cases, queries, embs, k: int, path: Path | None) -> tuple[d
         if saved["key"] == key and set(saved["exact"]) >= {c.name for c in cases}:
             return {n: [[tuple(x) for x in q] for q in v] for n, v in saved["exact"].items()}, 0.0
     t0 = time.perf_counter()
-    exact = {c.name: [_exact(base, c, list(e), k) for e in embs] for c in cases}
+    exact = {c.name: [exact_top_k(base, c, list(e), k) for e in embs] for c in cases}
     seconds = time.perf_counter() - t0
     if path is not None:
         path.write_text(json.dumps({"key": key, "exact": exact}))
@@ -209,7 +210,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
             "WHEN count(*) > 0 THEN 'realistic' END FROM data_chunks WHERE node_id LIKE 'SYN-%'")).scalar()
         revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
     exact, exact_s = _reference(base, cases, queries, embs, args.k, args.reference)
-    matching = {c.name: _matching(base, c) for c in cases}
+    matching = {c.name: matching_rows(base, c) for c in cases}
     out = {"database": args.database, "rows": total, "filler_mode": filler_kind, "migration": revision,
            "queries": len(queries), "golden_queries": len(golden), "filler_queries": args.filler_queries,
            "k": args.k, "embed_model": type(embed).__name__, "original_index": original,
@@ -226,7 +227,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
             for build in range(1, args.builds + 1):
                 entry = {"m": m, "ef_construction": efc, "build": build, **_rebuild(base, m, efc)}
                 exact_db = _exact_path_db(settings, args.database)
-                exact_cap = _Capture(exact_db.app)
+                exact_cap = Capture(exact_db.app)
                 n = args.exact_timing_queries
                 entry["exact_path_ms"] = {c.name: _exact_path_ms(exact_db, embed, c, queries[:n], embs[:n],
                                                                  exact[c.name][:n], args.k, exact_cap) for c in cases}
@@ -238,7 +239,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
                 for ef, mode, mst in grid:
                     db = open_database(settings.model_copy(update={
                         "HNSW_EF_SEARCH": ef, "HNSW_ITERATIVE_SCAN": mode, "HNSW_MAX_SCAN_TUPLES": mst}), args.database)
-                    cap = _Capture(db.app)
+                    cap = Capture(db.app)
                     row = {"ef_search": ef, "iterative_scan": mode, "max_scan_tuples": mst,
                            "loadavg": [round(x, 2) for x in os.getloadavg()], "cases": {}}
                     for case in cases:

@@ -21,7 +21,8 @@ from sqlalchemy import text
 
 from policydesk.bench import policy_text
 from policydesk.bench.cli import bench_command
-from policydesk.bench.scale import EMBED_DIM, insert_filler, recall_at_k
+from policydesk.bench.recall import recall_at_k
+from policydesk.bench.scale import EMBED_DIM, insert_filler
 from policydesk.bench.vector_file import FillerVectorFile
 from policydesk.ingest import ingest_directory
 from policydesk.ingest.chunking import embed_text

@@ -1,1 +1,1 @@
-"""Hand-run performance benchmarks (issue 8). Not part of the test suite; see docs/performance.md."""
+"""Hand-run performance benchmarks. Not part of the test suite; see docs/performance.md."""

@@ -1,4 +1,4 @@
-"""Policy-like filler text from templates, for the realistic scale filler (issue 17, point 2).
+"""Policy-like filler text from templates, for the realistic scale filler.
 
 The noisy-copy filler (`scale.insert_filler(..., filler="noisy")`) puts 80-800 near-identical
 vectors around each demo chunk: tight clusters that no real corpus has. This module writes

@@ -54,7 +54,7 @@ from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.tracing import write_trace
-from policydesk.users import add_user
+from policydesk.users import add_user, get_user
 from policydesk.versions import VersionLookup
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,7 +129,8 @@ def ensure_users(db) -> dict[str, str]:
     with Session(db.owner) as session:
         for role in ("rep", "supervisor", "compliance"):
             name = f"bench_{role}"
-            add_user(session, name=name, role=role, password="bench-only-password")
+            if get_user(session, name=name) is None:  # a kept bench database already has them
+                add_user(session, name=name, role=role, password="bench-only-password")
             names[role] = name
         session.commit()
     return names

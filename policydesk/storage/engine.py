@@ -154,7 +154,8 @@ def _app_engines(url: URL, settings, engine_kwargs: dict) -> tuple[Engine, Async
     for e in (engine, async_engine.sync_engine):
         install_scope_hook(
             e, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES,
-            iterative_scan=settings.HNSW_ITERATIVE_SCAN,
+            iterative_scan=settings.HNSW_ITERATIVE_SCAN, small_rows=settings.HNSW_SMALL_BELOW_ROWS,
+            ef_small=settings.HNSW_EF_SEARCH_SMALL,
         )
     return engine, async_engine
 
