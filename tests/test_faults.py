@@ -225,7 +225,7 @@ def test_refusals_are_counted_by_reason(demo_db, settings, embed_model, names, q
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
     before = _count("policydesk_refusals_total", reason=reason)
     result = pipeline.ask(AskRequest(names["rep"], question))
-    assert result.refused and result.refusal_reason == reason
+    assert result.refused and result.refusal_code == reason
     assert _count("policydesk_refusals_total", reason=reason) == before + 1
     body = TestClient(create_app(settings, db=demo_db, pipeline=pipeline)).get("/metrics").text
     assert f'policydesk_refusals_total{{reason="{reason}"}} {before + 1}' in body
