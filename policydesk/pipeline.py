@@ -239,13 +239,14 @@ class AskPipeline:
         draft.attempts = outcome.attempts
         draft.tokens_in = max(draft.tokens_in, outcome.tokens_in)
         draft.tokens_out = max(draft.tokens_out, outcome.tokens_out)
-        if outcome.answer is None:
-            if not outcome.failed_closed:
-                return self._withhold(question, held, outcome.abstain_reason or "the answerer found no answer in the sources")
+        if outcome.answer is None and outcome.failed_closed:
             metrics.FAIL_CLOSED.inc()
             log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
                         draft.id, outcome.abstain_reason, extra={"event": "fail_closed"})
             return Abstained("failed_closed", outcome.abstain_reason or "No answer survived validation.")
+        if outcome.answer is None:
+            why = outcome.abstain_reason or "the answerer found no answer in the sources"
+            return self._withhold(question, held, why)
         verdict = check_draft(outcome.answer, steps.context.ids, [n.node.get_content() for n in nodes])
         action = combine("allow", verdict.action)
         if action == "refuse":
