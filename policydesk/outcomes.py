@@ -58,8 +58,8 @@ class Abstained:
 
 @dataclass(frozen=True)
 class Failed:
-    """The request could not run. `code` names bad input (unknown_user, rejected, invalid_date,
-    unknown_line_of_business) or `INSIDE`, a failure inside the pipeline (failed closed)."""
+    """The request could not run. `code` names bad input (unknown_user, unknown_role, rejected,
+    invalid_date, unknown_line_of_business) or is `INSIDE`, a failure inside the pipeline (failed closed)."""
 
     code: str
     message: str

@@ -120,8 +120,8 @@ class AskPipeline:
                           f"PolicyDesk could not answer: {exc.__class__.__name__}. Nothing was stated; try again.")
 
     def _run(self, req: AskRequest, steps: Steps, draft: TraceDraft) -> Outcome:
-        """The steps of docs/design.md in order; each returns its value, recorded in `steps`,
-        and the step that decides returns the outcome."""
+        """Steps 1-6 of docs/design.md in order: each returns its value, recorded in `steps`, and
+        the step that decides returns the outcome; `ask` builds the result from both and traces it."""
         # -- step 1: resolve role; the request's dates and product ---------------------------
         with draft.stage("resolve_role"):
             steps.role, clearance = self._resolve_role(req)
@@ -172,7 +172,7 @@ class AskPipeline:
         try:
             return role, clearance_for(role)
         except UnknownRoleError as exc:
-            raise AskError(str(exc)) from None
+            raise AskError(str(exc), "unknown_role") from None
 
     def _parse_dates(self, req: AskRequest) -> dict[str, date]:
         unknown = set(req.dates) - set(BASIS_KEYS)
