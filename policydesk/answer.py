@@ -1,7 +1,8 @@
 """The answer contract: what is asked, and what PolicyDesk returns, shows and stores.
 
 Imported by the pipeline, postprocessors, synthesis, web, CLI, disputes and evals; it imports
-nothing from policydesk, so every layer can depend on it without depending on each other.
+only `policydesk.outcomes` (which imports nothing from policydesk), so every layer can depend on
+it without depending on each other.
 `AskResult.to_json` is the `ask --json` contract of docs/design.md.
 """
 
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from policydesk.outcomes import Abstained, Answered, Failed, Outcome, Refused
 
 WarningKind = Literal[
     "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped",
@@ -58,23 +61,17 @@ class AskRequest:
     line_of_business: str | None = None  # the member's product, chosen by the asker, never inferred
 
 
-@dataclass
+@dataclass(frozen=True)
 class AskResult:
+    """Built once, by the pipeline, from what its steps returned; never changed after.
+
+    The answer, refusal, abstention and error fields are read from `outcome`, the one value the
+    deciding step returned, so they cannot disagree."""
+
     question: str
     user_name: str
     role: str | None
-    answer: str = ""
-    claims: list[Claim] = field(default_factory=list)
-    citations: list[Citation] = field(default_factory=list)
-    answerable: bool = False
-    refused: bool = False
-    refusal_reason: str | None = None
-    refusal_message: str | None = None
-    abstained: bool = False
-    abstain_reason: str | None = None
-    # Why there was no answer, as a stable code for reports: no_source | weak_match |
-    # not_in_sources | failed_closed | failed_check | line_of_business | error
-    abstain_code: str | None = None
+    outcome: Outcome
     warnings: list[AnswerWarning] = field(default_factory=list)
     redactions: list[str] = field(default_factory=list)  # identifier detectors that fired on the question
     degraded: bool = False
@@ -84,22 +81,72 @@ class AskResult:
     conflicts: list[dict] = field(default_factory=list)
     context_ids: list[str] = field(default_factory=list)
     model: str = ""
-    extractive: bool = False
     trace_id: uuid.UUID | None = None
-    error: str | None = None
-    error_code: str | None = None  # machine-readable kind of `error` where one is known (invalid_date, unknown_line_of_business)
-    error_field: str | None = None  # the request field at fault, with those codes
     prompts: list[str] = field(default_factory=list)  # in-process only (leak checks); never stored
 
-    def refuse(self, code: str, message: str) -> None:
-        """Refused: nothing is stated, and the reason says why."""
-        self.refused, self.refusal_reason, self.refusal_message = True, code, message
-        self.answer, self.claims, self.citations = "", [], []
+    @property
+    def answerable(self) -> bool:
+        return isinstance(self.outcome, Answered)
 
-    def abstain(self, reason: str, code: str) -> None:
-        """No answer from the sources: nothing is stated, and the reason (and its code) say why."""
-        self.abstained, self.abstain_reason, self.abstain_code = True, reason, code
-        self.answer, self.claims, self.citations = "", [], []
+    @property
+    def answer(self) -> str:
+        return self.outcome.answer if isinstance(self.outcome, Answered) else ""
+
+    @property
+    def claims(self) -> list[Claim]:
+        return self.outcome.claims if isinstance(self.outcome, Answered) else []
+
+    @property
+    def citations(self) -> list[Citation]:
+        return self.outcome.citations if isinstance(self.outcome, Answered) else []
+
+    @property
+    def extractive(self) -> bool:
+        return isinstance(self.outcome, Answered) and self.outcome.extractive
+
+    @property
+    def refused(self) -> bool:
+        return isinstance(self.outcome, Refused)
+
+    @property
+    def refusal_code(self) -> str | None:
+        return self.outcome.code if isinstance(self.outcome, Refused) else None
+
+    @property
+    def refusal_message(self) -> str | None:
+        return self.outcome.message if isinstance(self.outcome, Refused) else None
+
+    # A failure inside the pipeline has always read as an abstention too (code "error"), and a
+    # request failed for its input has carried its error as the abstain reason: clients and
+    # stored traces read these fields, so they keep that shape.
+    @property
+    def abstained(self) -> bool:
+        o = self.outcome
+        return isinstance(o, Abstained) or (isinstance(o, Failed) and o.inside)
+
+    @property
+    def abstain_reason(self) -> str | None:
+        o = self.outcome
+        return o.reason if isinstance(o, Abstained) else o.message if isinstance(o, Failed) else None
+
+    @property
+    def abstain_code(self) -> str | None:
+        o = self.outcome
+        return o.code if isinstance(o, Abstained) else Failed.INSIDE if isinstance(o, Failed) and o.inside else None
+
+    @property
+    def error(self) -> str | None:
+        return self.outcome.message if isinstance(self.outcome, Failed) else None
+
+    @property
+    def error_code(self) -> str | None:
+        """The machine-readable kind of `error` (`Failed.code`)."""
+        return self.outcome.code if isinstance(self.outcome, Failed) else None
+
+    @property
+    def error_field(self) -> str | None:
+        """The request field at fault, for bad input (`Failed.field`)."""
+        return self.outcome.field if isinstance(self.outcome, Failed) else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,8 +155,8 @@ class AskResult:
             "claims": [c.model_dump() for c in self.claims],
             "citations": [c.model_dump(exclude={"text"}) for c in self.citations],
             "refused": self.refused,
-            "refusal_reason": self.refusal_message if self.refused else None,
-            "refusal_code": self.refusal_reason,
+            "refusal_reason": self.refusal_message,
+            "refusal_code": self.refusal_code,
             "abstained": self.abstained,
             "abstain_reason": self.abstain_reason,
             "abstain_code": self.abstain_code,

@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from policydesk.dates import MAX_DATE, MIN_DATE
-from policydesk.versions.bases import basis_label
+from policydesk.answer import AnswerWarning
+from policydesk.dates import MAX_DATE, MIN_DATE, DateInputError, check_date_order
+from policydesk.versions.bases import BASIS_KEYS, basis_label
 
 _MONTHS = {m: i for i, names in enumerate((
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -135,3 +136,31 @@ def dates_by_basis(found: list[QuestionDate]) -> dict[str, QuestionDate]:
     for d in found:
         out.setdefault(d.basis, d)
     return out
+
+
+def _quoted(d: QuestionDate) -> str:
+    return f"\u201c{d.text}\u201d ({d.value.isoformat()})"
+
+
+def applied_dates(question: str, entered: dict[str, date], today: date) -> tuple[dict[str, date], list[AnswerWarning]]:
+    """The dates versions are resolved for, and the warnings that say where they came from.
+    Entered dates win; with none entered, the dates written in the question apply, and say so."""
+    found = dates_in_question(question, today)
+    if not found or any(sum(d.basis == b for d in found) > 1 for b in BASIS_KEYS):
+        return entered, []  # none, or a range ("between X and Y"), which only what-changed reads
+    written = dates_by_basis(found)
+    if entered:
+        return entered, [AnswerWarning(kind="date_in_question", message=(
+            f"The question mentions {_quoted(d)}, but the {basis_label(d.basis)} entered is "
+            f"{entered[d.basis].isoformat()}; versions were resolved for the entered date."))
+            for d in written.values() if d.basis in entered and entered[d.basis] != d.value]
+    applied = {b: d.value for b, d in written.items()}
+    try:
+        check_date_order(applied.get("date_of_service"), applied.get("denial_notice_date"))
+    except DateInputError as exc:
+        return entered, [AnswerWarning(kind="date_in_question", message=(
+            f"The dates in the question were not used ({exc}); enter them in the date fields."))]
+    read = "; ".join(d.describe() for d in written.values())
+    return applied, [AnswerWarning(kind="date_from_question", message=(
+        f"No date was entered, so PolicyDesk read {read} from the question and resolved versions for it. "
+        "Enter the date in the date fields if that is not the date that applies."))]

@@ -226,6 +226,6 @@ def test_unrelated_not_in_force_policy_ranked_first_is_dropped_and_the_in_force_
 def test_a_question_about_the_not_in_force_policy_is_refused_for_it(in_force_pipeline):
     r = in_force_pipeline.ask(AskRequest("if_rep", "What does the filing deadline change notice say?",
                                          dates={"date_of_service": "2031-02-10"}))
-    assert r.refused and r.refusal_reason == "no_version_in_force"
+    assert r.refused and r.refusal_code == "no_version_in_force"
     assert "Filing Deadline Change Notice" in r.refusal_message and "2032-01-01" in r.refusal_message
     assert r.citations == [] and r.answer == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from policydesk.answer import AnswerWarning, AskResult, Citation
 from policydesk.client import render_answer
+from policydesk.outcomes import Abstained, Answered, Refused
 
 
 def _citation(version: int, effective_from: str, last_day: str | None) -> Citation:
@@ -13,8 +14,8 @@ def _citation(version: int, effective_from: str, last_day: str | None) -> Citati
 
 
 def test_answer_lists_each_citation_with_its_window_and_the_warnings():
-    result = AskResult(question="q", user_name="rep", role="rep", answer="90 days.", answerable=True,
-                       citations=[_citation(1, "2024-01-01", "2025-12-31"), _citation(2, "2026-01-01", None)],
+    cited = [_citation(1, "2024-01-01", "2025-12-31"), _citation(2, "2026-01-01", None)]
+    result = AskResult(question="q", user_name="rep", role="rep", outcome=Answered("90 days.", [], cited),
                        warnings=[AnswerWarning(kind="recent_change", message="It changed.")])
     assert render_answer(result.to_json()).splitlines() == [
         "90 days.",
@@ -26,9 +27,9 @@ def test_answer_lists_each_citation_with_its_window_and_the_warnings():
 
 
 def test_refusals_and_non_answers_say_why():
-    refused = AskResult(question="q", user_name="rep", role="rep")
-    refused.refuse("claim_action", "PolicyDesk explains policy.")
+    refused = AskResult(question="q", user_name="rep", role="rep",
+                        outcome=Refused("claim_action", "PolicyDesk explains policy."))
     assert render_answer(refused.to_json()) == "REFUSED: PolicyDesk explains policy."
-    none = AskResult(question="q", user_name="rep", role="rep")
-    none.abstain("The sources do not contain the answer.", "not_in_sources")
+    none = AskResult(question="q", user_name="rep", role="rep",
+                     outcome=Abstained("not_answered", "The sources do not contain the answer."))
     assert render_answer(none.to_json()) == "NO ANSWER: The sources do not contain the answer."

@@ -255,7 +255,7 @@ def test_rules_still_refuse_a_claim_action_while_the_classifier_fails(demo_db, s
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
     pipeline.gate.intent = _FailsOnce(pipeline.gate.intent)
     result = pipeline.ask(AskRequest(user_name=names["rep"], question="Please approve this claim."))
-    assert result.refused and result.refusal_reason == "claim_action" and result.degraded
+    assert result.refused and result.refusal_code == "claim_action" and result.degraded
 
 
 @pytest.mark.parametrize("question,reason", [
@@ -267,7 +267,7 @@ def test_refusals_are_counted_by_reason(demo_db, settings, embed_model, names, q
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
     before = _count("policydesk_refusals_total", reason=reason)
     result = pipeline.ask(AskRequest(names["rep"], question))
-    assert result.refused and result.refusal_reason == reason
+    assert result.refused and result.refusal_code == reason
     assert _count("policydesk_refusals_total", reason=reason) == before + 1
     body = TestClient(create_app(settings, db=demo_db, pipeline=pipeline)).get("/metrics").text
     assert f'policydesk_refusals_total{{reason="{reason}"}} {before + 1}' in body

@@ -44,7 +44,7 @@ def _keys(result, doc_id: str) -> list[str]:
 @pytest.mark.parametrize("doc_id,question,fact,key", [f for f in fx.FACTS if f[3]], ids=lambda v: str(v)[:40])
 def test_question_about_each_fixture_is_answered_with_the_right_citation(pipeline, doc_id, question, fact, key):
     r = pipeline.ask(AskRequest("fx_rep", question))
-    assert not r.refused and not r.abstained, (r.refusal_reason, r.abstain_reason)
+    assert not r.refused and not r.abstained, (r.refusal_code, r.abstain_reason)
     assert fact.lower() in r.answer.lower(), r.answer
     assert key in _keys(r, doc_id), [c.chunk_id for c in r.citations]
 

@@ -81,7 +81,7 @@ def test_topic_above_clearance_reads_like_a_question_the_sources_do_not_answer(p
 
 def test_no_version_in_force_is_refused_in_code_naming_first_effective_date(pipeline):
     r = pipeline.ask(AskRequest("p_rep", "Is audio-only telehealth covered?", dates={"date_of_service": "2025-06-01"}))
-    assert r.refused and r.refusal_reason == "no_version_in_force"
+    assert r.refused and r.refusal_code == "no_version_in_force"
     assert "Telehealth" in r.refusal_message and "2026-03-01" in r.refusal_message
     assert r.prompts == []
 

@@ -76,7 +76,7 @@ def test_identifier_shapes_test_v5_let_through_the_gate_are_redacted(demo_db, se
 def test_refused_identifier_question_is_stored_redacted(demo_db, settings, embed_model, user):
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
     r = pipeline.ask(AskRequest(user, "The member's email is kim.lee77@example.org, how long to appeal?"))
-    assert r.refused and r.refusal_reason == "member_identifier"
+    assert r.refused and r.refusal_code == "member_identifier"
     assert not r.prompts
     row = _trace(demo_db, r.trace_id)
     assert "kim.lee77" not in row["question"] and "[EMAIL]" in row["question"]

@@ -43,7 +43,7 @@ def test_not_yet_in_force_wiki_never_answers_without_a_date(demo_db, settings, e
     # Issue 16 probe: today 2026-01-15, no date: answered "0 dollar copay" from the Telehealth FAQ
     # (in force from 2026-03-05), no warning. POL-TH itself only takes effect 2026-03-01.
     r = _pipeline(demo_db, settings, embed_model, date(2026, 1, 15)).ask(AskRequest(rep, TELEHEALTH))
-    assert r.refused and r.refusal_reason == "no_version_in_force", (r.answer, r.abstain_reason, r.refusal_message)
+    assert r.refused and r.refusal_code == "no_version_in_force", (r.answer, r.abstain_reason, r.refusal_message)
     assert "Telehealth Services (POL-TH)" in r.refusal_message and "2026-03-01" in r.refusal_message
     assert "in force today (2026-01-15)" in r.refusal_message
     assert not r.answer or "0 dollar" not in r.answer
@@ -54,7 +54,7 @@ def test_not_yet_in_force_wiki_never_answers_with_a_date(demo_db, settings, embe
     # Issue 16 probe: date of service 2025-06-01: POL-TH was dropped but its wiki page stayed and answered.
     r = _pipeline(demo_db, settings, embed_model, date(2026, 11, 29)).ask(
         AskRequest(rep, TELEHEALTH, dates={"date_of_service": "2025-06-01"}))
-    assert r.refused and r.refusal_reason == "no_version_in_force", (r.answer, r.abstain_reason, r.refusal_message)
+    assert r.refused and r.refusal_code == "no_version_in_force", (r.answer, r.abstain_reason, r.refusal_message)
     assert "(POL-TH)" in r.refusal_message and "2026-03-01" in r.refusal_message
     assert WIKI_TH not in _cited_docs(r) and WIKI_TH not in " ".join(r.context_ids)
 

@@ -72,7 +72,7 @@ def _full_record(pipeline, item: GoldenItem, role: str, user: str) -> tuple[Item
     rec.cited_ids = [c.chunk_id for c in result.citations]
     rec.cited_versions = [(c.doc_id, int(c.version)) for c in result.citations]
     rec.answer = result.answer or ""
-    rec.refused, rec.refusal_reason = result.refused, result.refusal_reason
+    rec.refused, rec.refusal_reason = result.refused, result.refusal_code
     rec.abstained, rec.abstain_reason = result.abstained, result.abstain_reason
     rec.degraded, rec.error = result.degraded, result.error
     rec.trace_id = str(result.trace_id) if result.trace_id else None
