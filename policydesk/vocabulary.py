@@ -150,6 +150,11 @@ class Vocabulary:
 _NAMED_DOCUMENT = re.compile(
     r"\bthe\s+((?:[A-Za-z][\w'-]*\s+){1,4}?)(?:procedure|policy|manual|guide|guidelines?|bulletin|page|memo|faq|"
     r"article|handbook|playbook|protocol)s?\s+(?:say|says|said|state|states|require|requires|cover|covers)\b", re.I)
+# "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
+_BENEFIT_ASKED = re.compile(
+    r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
+    r"(?:for|of))\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?[A-Za-z][\w'-]*)"
+    r"(?=\s*(?:[?,.;]|$|\b(?:for|when|if|to|at|with|under|in|on|and|or)\b))", re.I)
 # "How quickly must member complaints be reported": what the asked rule happens to.
 _PASSIVE_SUBJECT = re.compile(
     r"\b(?:must|should|can|will|would|could|may|do|does|is|are)\s+(?:the|a|an|their|our|my|his|her)?\s*"
@@ -159,11 +164,13 @@ _PASSIVE_SUBJECT = re.compile(
 def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     """The question's words that no readable source uses and that are not everyday English, or that
     say what the question is about however plain they are: the name of a document it asks about
-    (no readable source could be called "the fitness referral procedure") and what a passive
-    question's rule happens to ("how quickly must member compliments be reported")."""
+    (no readable source could be called "the fitness referral procedure"), what a passive
+    question's rule happens to ("how quickly must member compliments be reported") and the
+    benefit a coverage or price question asks about ("does the plan cover a gym membership")."""
     common = everyday_words()
     naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
+    naming |= {w.lower() for m in _BENEFIT_ASKED.finditer(question) for w in m.group(1).split()}
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):
         word = raw.strip("'-")

@@ -153,6 +153,9 @@ def test_what_the_question_is_about_must_be_in_readable_words_however_plain():
     # what a passive question's rule happens to, likewise
     assert unknown_terms("How quickly must member compliments be reported?", vocabulary) == ["compliments"]
     assert unknown_terms("How quickly must a member appeal be decided?", vocabulary) == []
+    # and the benefit a coverage or price question asks about
+    assert unknown_terms("does the plan pay for a gym membership?", vocabulary) == ["gym", "membership"]
+    assert unknown_terms("does the plan cover an out-of-network specialist?", vocabulary) == []
 
 
 def test_abbreviations_read_as_the_words_the_sources_spell():
