@@ -7,7 +7,11 @@ answer, whatever sentence ranks nearest. A word counts as used when a source has
 folding plurals and suffixes, or has a word it abbreviates ("auth", "recred", "appt"), or
 words it is the initials of ("TFL", "eob"), or a word it misspells by one letter. Everyday
 English is the whole-word vocabulary of the embedding model's tokenizer: a paraphrase in
-plain words ("how far ahead", "my kid") is left to the similarity checks, not refused here.
+plain words ("how far ahead", "my kid") is left to the similarity checks, not refused here,
+except where the plain word is what the question is about (a document it names, what a
+passive question's rule happens to, the benefit a coverage or price question asks about):
+a subject no readable source names is not the caller's to be answered on, whether it is made
+up or only above their clearance, so both read alike.
 
 The vocabulary is derived from the readable text itself, so it needs no list of a plan's terms,
 and it is computed per clearance so it never reflects what the caller may not read.
