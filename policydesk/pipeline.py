@@ -112,7 +112,7 @@ class AskPipeline:
         try:
             return self._run(req, steps, draft)
         except (AskError, DateInputError, UnknownLineOfBusiness) as exc:
-            return Failed(_input_code(exc), str(exc), field=getattr(exc, "field", None))
+            return Failed(exc.code, str(exc), field=getattr(exc, "field", None))  # each input error names its code
         except Exception as exc:  # fail closed: no half answer, and the trace still lands
             log.exception("ask failed, trace %s", draft.id, extra={"event": "fail_closed"})
             metrics.FAIL_CLOSED.inc()
@@ -317,13 +317,6 @@ class AskPipeline:
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)
-
-
-def _input_code(exc: Exception) -> str:
-    """The `Failed` code of input the request could not run with."""
-    if isinstance(exc, UnknownLineOfBusiness):
-        return "unknown_line_of_business"
-    return exc.code if isinstance(exc, AskError) else "invalid_date"
 
 
 def _titles(nodes) -> list[str]:
