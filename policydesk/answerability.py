@@ -5,8 +5,9 @@ or something open) and *qualifiers*: the program it names, and a side on the axe
 health-plan rules differ (participating or not, standard or expedited, initial or corrected,
 the member or the provider, filing vs the plan deciding). A sentence, read with its lead-in,
 heading, title and the products its source applies to, *meets* the question when it states the
-asked kind of value and takes no other side of an axis or program the question chose (a
-sentence silent on an axis is the general rule and meets it). `preference` counts the sides
+asked kind of value, speaks of what that value is asked of ("the copay for an inpatient stay" is
+not met by the copay for an office visit), and takes no other side of an axis or program the
+question chose (a sentence silent on an axis is the general rule and meets it). `preference` counts the sides
 and programs it names explicitly, so the specific rule beats the general one.
 
 The axes are the vocabulary of US health-plan rules, not of one plan's documents; program
@@ -105,7 +106,7 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         re.IGNORECASE)),
     ("date", re.compile(r"\b(?:what|which)\s+date\b|\b(?:effective|start|end)\s+date\b|\btakes?\s+effect\b|"
                         r"\bgo(?:es)?\s+into\s+effect\b", re.IGNORECASE)),
-    ("code", re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:form|code|modifier|box|field|revenue\s+code|"
+    ("code", re.compile(r"\b(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:form|code|modifier|box|field|revenue\s+code|"
                         r"place\s+of\s+service|taxonomy)\b|\b(?:npi|tax\s+id|tin|ein|payer\s+id)\b", re.IGNORECASE)),
     ("count", re.compile(r"\bhow\s+many\b|\bmaximum\s+number\b|\blimit\s+of\s+how\b", re.IGNORECASE)),
 )
@@ -115,6 +116,24 @@ _CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\
 # What an amount is asked of: the sentence must price that ("premium" is not "copayment").
 _PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge)s?\b",
                      re.IGNORECASE)
+
+# What a value is asked *of*: "the copay for an inpatient stay", "the fax number for the state's
+# dental vendor", "which modifier goes on a claim for a rented CPAP". Up to seven words after the
+# ask's noun and its "for/of/on/to", ending at punctuation or where a new clause starts.
+_OBJECT_AFTER = {
+    "duration": r"(?:limit|deadline|window|time\s*frame|timeframe|tfl)s?",
+    "amount": r"(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|cost|fee|rate|payment|charge)s?",
+    "number": r"(?:fax|phone|telephone|number|line|tty)",
+    "contact": r"(?:e-?mail|address|po\s+box|website|url)",
+    "code": r"(?:form|code|modifier|box|field|taxonomy)s?",
+}
+_OBJECT = {kind: re.compile(
+    rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:for|of|on|to)\s+((?:[\w'-]+\s*){{1,7}}?)"
+    r"(?=\s*(?:[?,.;:]|$|\b(?:when|if|under|in|with|at|by|after|before|and|or|that|who|which|is|are|do|does|"
+    r"should|must|we|they)\b))", re.IGNORECASE) for kind, noun in _OBJECT_AFTER.items()}
+# Share of the object's words a passage must use to be speaking of it ("rented CPAP" is spoken of
+# by "CPAP devices are rented"; "inpatient hospital stay" is not by "an office visit").
+OBJECT_SHARE = 2 / 3
 
 
 Programs = Mapping[str, Sequence[str]]  # product name -> the plan's own names for it ("Family Care")
@@ -200,6 +219,7 @@ class Ask:
 
     kind: str  # duration | distance | amount | number | contact | date | code | count | open
     priced: str | None = None  # for an amount: what is priced ("premium", "copay")
+    object: frozenset[str] = frozenset()  # folded words of what the value is asked of
     sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
     known_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # every program, with the plan's names for it
@@ -219,7 +239,7 @@ class Ask:
             chosen.add(chosen_program)
         priced = _PRICED.search(question) if kind == "amount" else None
         return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(as_programs(programs).items()),
-                   priced=_price_stem(priced.group(1)) if priced else None)
+                   priced=_price_stem(priced.group(1)) if priced else None, object=_object_of(question, kind, patterns))
 
     def value_stated(self, text: str) -> bool:
         """The text states the kind of value asked for (any text does for an open question)."""
@@ -284,6 +304,8 @@ def fit(ask: Ask, passage: Passage) -> Fit:
         unmet.append(f"states no {ask.kind}")
     elif ask.priced and not any(_price_stem(m.group(1)) == ask.priced for m in _PRICED.finditer(passage.scope_text)):
         unmet.append(f"prices no {ask.priced}")
+    elif ask.object and not speaks_of(ask.object, passage.scope_text):
+        unmet.append(f"speaks not of {' '.join(sorted(ask.object))}")
     in_scope = sides_in(passage.scope_text)
     in_sentence = sides_in(f"{passage.lead_in} {passage.sentence}")
     explicit: set[str] = set()
@@ -304,6 +326,27 @@ def fit(ask: Ask, passage: Passage) -> Fit:
         elif stated:
             unmet.append(f"program: {', '.join(sorted(stated))}, not {', '.join(sorted(ask.programs))}")
     return Fit(not unmet, tuple(unmet), frozenset(explicit))
+
+
+def _object_of(question: str, kind: str, programs: Mapping[str, re.Pattern]) -> frozenset[str]:
+    """The folded content words of what the asked value is of, without the programs and sides the
+    question names (a sentence silent on those is the general rule, so it need not use them)."""
+    rx = _OBJECT.get(kind)
+    found = rx.search(question) if rx else None
+    if not found:
+        return frozenset()
+    phrase = found.group(1)
+    for pattern in [*programs.values(), *(p for sides in _AXIS_RE.values() for p in sides.values())]:
+        phrase = pattern.sub(" ", phrase)
+    return frozenset(w.removesuffix("'s") for w in normalize(phrase) if w not in STOPWORDS and len(w) > 2)
+
+
+def speaks_of(words: frozenset[str], text: str) -> bool:
+    """The text uses most of the words (OBJECT_SHARE), a word counting when a text word starts with
+    it or it with a text word ("auth" for "authorization")."""
+    used = set(normalize(text))
+    hits = sum(any(u.startswith(w) or (len(u) >= 4 and w.startswith(u)) for u in used) for w in words)
+    return hits >= OBJECT_SHARE * len(words)
 
 
 def _price_stem(word: str) -> str:

@@ -159,6 +159,14 @@ _BENEFIT_ASKED = re.compile(
     r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
     r"(?:for|of))\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?[A-Za-z][\w'-]*)"
     r"(?=\s*(?:[?,.;]|$|\b(?:for|when|if|to|at|with|under|in|on|and|or)\b))", re.I)
+# "Is IVF covered", "are massage sessions covered for ...": the passive form of the same.
+_BENEFIT_COVERED = re.compile(
+    r"\b(?:is|are|isn't|aren't)\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?"
+    r"[A-Za-z][\w'-]*)\s+(?:still\s+|ever\s+|also\s+)?covered"
+    r"(?=\s*(?:[?,.;]|$|\b(?:for|under|by|in|if|when|with|at|on|as)\b))", re.I)
+# A capitalised word inside the question, or one in capitals: a name (another payer, a product, a
+# drug) that no paraphrase stands in for.
+_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)(?<![.?!:])\b([A-Z][a-z]{2,}|[A-Z]{2,6})\b")
 # "How quickly must member complaints be reported": what the asked rule happens to.
 _PASSIVE_SUBJECT = re.compile(
     r"\b(?:must|should|can|will|would|could|may|do|does|is|are)\s+(?:the|a|an|their|our|my|his|her)?\s*"
@@ -169,12 +177,15 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     """The question's words that no readable source uses and that are not everyday English, or that
     say what the question is about however plain they are: the name of a document it asks about
     (no readable source could be called "the fitness referral procedure"), what a passive
-    question's rule happens to ("how quickly must member compliments be reported") and the
-    benefit a coverage or price question asks about ("does the plan cover a gym membership")."""
+    question's rule happens to ("how quickly must member compliments be reported"), the
+    benefit a coverage or price question asks about ("does the plan cover a gym membership",
+    "is IVF covered") and a name ("Kaiser's filing limit")."""
     common = everyday_words()
     naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
-    naming |= {w.lower() for m in _BENEFIT_ASKED.finditer(question) for w in m.group(1).split()}
+    naming |= {w.lower() for rx in (_BENEFIT_ASKED, _BENEFIT_COVERED) for m in rx.finditer(question)
+               for w in m.group(1).split()}
+    naming |= {m.group(1).lower() for m in _NAME.finditer(question.strip())}
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):
         word = raw.strip("'-")

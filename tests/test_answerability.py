@@ -133,11 +133,40 @@ def test_unanswerable_question_near_a_real_sentence_is_not_answered():
                               vocabulary=None).answered  # a copayment is not a premium
 
 
+def test_a_value_asked_of_one_thing_is_not_answered_by_the_value_of_another():
+    # The copay, number or code the question asks for is of something; a sentence giving the value
+    # of something else answers a neighbouring question, not this one.
+    copay = Passage(sentence="Families above the income limit pay a $10 copayment for an office visit.")
+    assert not fit(Ask.of("What is the copayment for an inpatient hospital stay?"), copay).meets
+    assert fit(Ask.of("What is the copay for an office visit?"), copay).meets
+    line = Passage(sentence="Behavioral health crisis line | (888) 555-0111 | none | 24 hours a day",
+                   heading="Provider Contacts — Phone and Fax Lines")
+    assert not fit(Ask.of("What phone number do I call for the state's dental vendor?"), line).meets
+    assert fit(Ask.of("what's the phone number for the behavioral health crisis line"), line).meets
+    auth = Passage(sentence="Prior authorization, all programs | (555) 555-0180 | (555) 555-0182 | weekdays")
+    assert fit(Ask.of("What's the fax number for prior auth?"), auth).meets  # "auth" abbreviates the row's word
+    rental = Passage(sentence="Capped rental items, such as hospital beds (E0260) and wheelchairs (K0001), are rented.")
+    assert not fit(Ask.of("What modifier goes on a claim for a replacement wheelchair battery?"), rental).meets
+    # a limit asked of a kind of claim no sentence speaks of
+    initial = Passage(sentence="A participating provider must submit an initial claim within 90 days of the date of service.")
+    assert not fit(Ask.of("What is the timely filing limit for pharmacy claims?"), initial).meets
+    assert fit(Ask.of("What is the timely filing limit for a claim?"), initial).meets
+    # a code asked for is a code stated: "no copayment for well-child visits" states none
+    visits = Passage(sentence="There is no copayment for well-child visits or immunizations.")
+    assert Ask.of("which ICD-10 code do we bill for a well-child visit?").kind == "code"
+    assert not fit(Ask.of("which ICD-10 code do we bill for a well-child visit?"), visits).meets
+
+
 def test_a_question_naming_what_no_readable_source_mentions_is_not_answered():
     vocabulary = Vocabulary.of(["Claims must be filed within 90 days. Prior authorization (PA) is required.",
                                 "Recredentialing happens every three years. Explanation of benefits."])
     assert unknown_terms("What is Aetna's timely filing limit?", vocabulary) == ["aetna"]
     assert unknown_terms("does the plan cover acupuncture?", vocabulary) == ["acupuncture"]
+    # a name no source uses, however common the word, and the benefit of a passive coverage question
+    assert unknown_terms("How long does a Molina member have to file a claim?", vocabulary) == ["molina"]
+    assert unknown_terms("what is Kaiser's timely filing limit", vocabulary) == ["kaiser"]
+    assert "massage" in unknown_terms("Are massage sessions covered?", vocabulary)
+    assert unknown_terms("Is prior authorization covered by the filing limit?", vocabulary) == []
     # abbreviations, typos, everyday words and words run together are not unknown
     assert unknown_terms("hey whats the PA turnaround for recredentailing after the EOB", vocabulary) == []
 
