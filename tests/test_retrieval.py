@@ -162,6 +162,26 @@ def test_fusion_is_deterministic_and_deduplicated_by_chunk_id(demo_db, embed_mod
     assert len(runs[0]) == len(set(runs[0]))
 
 
+def test_the_top_k_counts_sections_not_versions_of_them(demo_db, embed_model):
+    # A policy's versions repeat a section nearly word for word: both versions rank side by side
+    # and, counted apart, take two of the k places for one section. Counted as sections, the best
+    # version stands for its section and the k places hold k different sections.
+    from policydesk.retrievers.hybrid import section_key
+
+    question = "What is the timely filing limit for a claim?"
+    bare = _retriever(demo_db, embed_model, "rep", top_k=8).search(question).nodes
+    assert len({section_key(n) for n in bare}) < len(bare)  # versions of one section take two places
+    counted = _retriever(demo_db, embed_model, "rep", top_k=8, one_version_per_section=True).search(question).nodes
+    keys = [section_key(n) for n in counted]
+    assert len(keys) == 8 and len(set(keys)) == 8
+    assert {section_key(n) for n in bare} <= set(keys)  # every section the bare cut had is still there
+    first_in_bare = {}
+    for b in bare:
+        first_in_bare.setdefault(section_key(b), b.node.node_id)
+    # and the best-ranked version of each section is the one that stands for it
+    assert all(n.node.node_id == first_in_bare[section_key(n)] for n in counted if section_key(n) in first_in_bare)
+
+
 def test_multi_part_question_is_split_and_both_parts_retrieved(demo_db, embed_model):
     q = "what is the timely filing limit and how do I file an appeal?"
     assert split_question(q) == ["what is the timely filing limit", "how do I file an appeal"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +41,7 @@ from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig, EmbeddingUn
 from policydesk.retrievers.split import split_question
 from policydesk.retrievers.text import IndexedTextRetriever
 from policydesk.retrievers.threaded import ThreadedRetriever
+from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.pipelined import scoped_pipeline
 from policydesk.storage.upstream import store_engines
@@ -87,12 +88,14 @@ class HybridRetrievalEvent(BaseEvent):
 class HybridRetriever(ThreadedRetriever):
     """The bare arms, fused (also exported as `HybridArmsRetriever`): the predicate and RLS in every
     statement, but no clearance guard and no version resolution, so every version of a policy that
-    matches comes back. `policydesk.PolicyRetriever` is the one to compose answers with."""
+    matches comes back (unless `one_version_per_section`: then the top k counts sections, each
+    stood for by its best-ranked version). `policydesk.PolicyRetriever` is the one to compose
+    answers with."""
 
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
                  extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = False,
-                 **kwargs: Any) -> None:
+                 one_version_per_section: bool = False, **kwargs: Any) -> None:
         self._engine = store_engines(vector_store)[0]
         self._dense = PermissionScopedRetriever(vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
@@ -110,6 +113,11 @@ class HybridRetriever(ThreadedRetriever):
         # The arms on two connections at once (settings.CONCURRENT_ARMS), so Postgres runs them
         # side by side; each such search holds two pooled connections.
         self._concurrent = concurrent_arms
+        # The top k counts sections, not versions of them: a policy's versions repeat most sections
+        # nearly word for word, so without this a few sections in two or three versions each fill
+        # the k places, and version resolution (which swaps each for the version that applied)
+        # leaves half of them. The best-ranked version stands for its section.
+        self._one_version = one_version_per_section
         super().__init__(**kwargs)
 
     @property
@@ -166,7 +174,7 @@ class HybridRetriever(ThreadedRetriever):
         merged: list[NodeWithScore] = []
         for i in range(max((len(r) for r in reranked), default=0)):
             merged.extend(r[i] for r in reranked if i < len(r))
-        nodes = deterministic_rerank_keep_order(merged, self._top_k)
+        nodes = deterministic_rerank_keep_order(merged, self._top_k, key=section_key if self._one_version else None)
         for n in nodes:
             n.node.metadata["retrieval_degraded"] = degraded is not None
         return RetrievalResult(nodes, degraded is not None, degraded, parts, best, counts,
@@ -234,11 +242,20 @@ def _search_in_flight():
             _IN_FLIGHT -= 1
 
 
-def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:
-    """De-duplicate by chunk id keeping first occurrence (the interleaved order), cut to top_n."""
+def section_key(node: NodeWithScore) -> tuple[str, ...]:
+    """What a chunk is a version of: its document and section (the chunk id without the version),
+    or the chunk id itself for a node that names no section."""
+    section_id = node.node.metadata.get("section_id")
+    return (doc_id_of(node.node), str(section_id)) if section_id else (node.node.node_id,)
+
+
+def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int,
+                                    key: Callable[[NodeWithScore], Hashable] | None = None) -> list[NodeWithScore]:
+    """De-duplicate by chunk id (or `key`) keeping first occurrence (the interleaved order), cut to top_n."""
+    key = key or (lambda n: n.node.node_id)
     seen, out = set(), []
     for n in nodes:
-        if n.node.node_id not in seen:
-            seen.add(n.node.node_id)
+        if (k := key(n)) not in seen:
+            seen.add(k)
             out.append(n)
     return out[:top_n]
