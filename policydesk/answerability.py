@@ -131,6 +131,16 @@ _OBJECT = {kind: re.compile(
     rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:for|of|on|to)\s+((?:[\w'-]+\s*){{1,7}}?)"
     r"(?=\s*(?:[?,.;:]|$|\b(?:when|if|under|in|with|at|by|after|before|and|or|that|who|which|is|are|do|does|"
     r"should|must|we|they)\b))", re.IGNORECASE) for kind, noun in _OBJECT_AFTER.items()}
+# "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
+_BENEFIT_ASKED = re.compile(
+    r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
+    r"(?:for|of))\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?[A-Za-z][\w'-]*)"
+    r"(?=\s*(?:[?,.;]|$|\b(?:for|when|if|to|at|with|under|in|on|and|or)\b))", re.I)
+# "Is IVF covered", "are massage sessions covered for ...": the passive form of the same.
+_BENEFIT_COVERED = re.compile(
+    r"\b(?:is|are|isn't|aren't)\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?"
+    r"[A-Za-z][\w'-]*)\s+(?:still\s+|ever\s+|also\s+)?covered"
+    r"(?=\s*(?:[?,.;]|$|\b(?:for|under|by|in|if|when|with|at|on|as)\b))", re.I)
 # Share of the object's words a passage must use to be speaking of it ("rented CPAP" is spoken of
 # by "CPAP devices are rented"; "inpatient hospital stay" is not by "an office visit").
 OBJECT_SHARE = 2 / 3
@@ -328,14 +338,17 @@ def fit(ask: Ask, passage: Passage) -> Fit:
     return Fit(not unmet, tuple(unmet), frozenset(explicit))
 
 
+def benefit_asked(question: str) -> list[str]:
+    """The words of the benefit a coverage or price question asks about ("gym membership")."""
+    return [w for rx in (_BENEFIT_ASKED, _BENEFIT_COVERED) for m in rx.finditer(question) for w in m.group(1).split()]
+
+
 def _object_of(question: str, kind: str, programs: Mapping[str, re.Pattern]) -> frozenset[str]:
-    """The folded content words of what the asked value is of, without the programs and sides the
-    question names (a sentence silent on those is the general rule, so it need not use them)."""
+    """The folded content words of what the asked value is of (or the benefit a coverage question
+    asks about), without the programs and sides the question names (a sentence silent on those is the general rule, so it need not use them)."""
     rx = _OBJECT.get(kind)
     found = rx.search(question) if rx else None
-    if not found:
-        return frozenset()
-    phrase = found.group(1)
+    phrase = found.group(1) if found else " ".join(benefit_asked(question))
     for pattern in [*programs.values(), *(p for sides in _AXIS_RE.values() for p in sides.values())]:
         phrase = pattern.sub(" ", phrase)
     return frozenset(w.removesuffix("'s") for w in normalize(phrase) if w not in STOPWORDS and len(w) > 2)

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from policydesk.answerability import labelled_names
+from policydesk.answerability import benefit_asked, labelled_names
 from policydesk.words import STOPWORDS, normalize
 
 # Words of how staff phrase a question rather than of what they ask about.
@@ -154,16 +154,6 @@ class Vocabulary:
 _NAMED_DOCUMENT = re.compile(
     r"\bthe\s+((?:[A-Za-z][\w'-]*\s+){1,4}?)(?:procedure|policy|manual|guide|guidelines?|bulletin|page|memo|faq|"
     r"article|handbook|playbook|protocol)s?\s+(?:say|says|said|state|states|require|requires|cover|covers)\b", re.I)
-# "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
-_BENEFIT_ASKED = re.compile(
-    r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
-    r"(?:for|of))\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?[A-Za-z][\w'-]*)"
-    r"(?=\s*(?:[?,.;]|$|\b(?:for|when|if|to|at|with|under|in|on|and|or)\b))", re.I)
-# "Is IVF covered", "are massage sessions covered for ...": the passive form of the same.
-_BENEFIT_COVERED = re.compile(
-    r"\b(?:is|are|isn't|aren't)\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?"
-    r"[A-Za-z][\w'-]*)\s+(?:still\s+|ever\s+|also\s+)?covered"
-    r"(?=\s*(?:[?,.;]|$|\b(?:for|under|by|in|if|when|with|at|on|as)\b))", re.I)
 # A capitalised word inside the question, or one in capitals: a name (another payer, a product, a
 # drug) that no paraphrase stands in for.
 _NAME = re.compile(r"(?<![.?!:]\s)(?<!^)(?<![.?!:])\b([A-Z][a-z]{2,}|[A-Z]{2,6})\b")
@@ -183,8 +173,7 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     common = everyday_words()
     naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
-    naming |= {w.lower() for rx in (_BENEFIT_ASKED, _BENEFIT_COVERED) for m in rx.finditer(question)
-               for w in m.group(1).split()}
+    naming |= {w.lower() for w in benefit_asked(question)}
     naming |= {m.group(1).lower() for m in _NAME.finditer(question.strip())}
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):

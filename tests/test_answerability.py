@@ -151,6 +151,10 @@ def test_a_value_asked_of_one_thing_is_not_answered_by_the_value_of_another():
     initial = Passage(sentence="A participating provider must submit an initial claim within 90 days of the date of service.")
     assert not fit(Ask.of("What is the timely filing limit for pharmacy claims?"), initial).meets
     assert fit(Ask.of("What is the timely filing limit for a claim?"), initial).meets
+    # a coverage question is met only where the benefit asked about is spoken of
+    scope = Passage(sentence="This chapter applies to professional and institutional claims for every program.")
+    assert not fit(Ask.of("Is acupuncture covered for commercial members?"), scope).meets
+    assert fit(Ask.of("Does the plan cover a CPAP?"), Passage(sentence="CPAP devices are rented for 13 months.")).meets
     # a code asked for is a code stated: "no copayment for well-child visits" states none
     visits = Passage(sentence="There is no copayment for well-child visits or immunizations.")
     assert Ask.of("which ICD-10 code do we bill for a well-child visit?").kind == "code"
