@@ -28,13 +28,11 @@ def test_a_sentence_in_which_the_plan_acts_does_not_answer_how_long_we_have_to_s
     assert not Ask.of("new provider sent in the packet, how long until we finish it?").asker_files
 
 
-
 def test_a_secondary_claim_question_is_not_answered_with_the_initial_claim_limit():
     ask = Ask.of("is there a limit for a secondary claim?")
     assert ask.sides["submission"] == "secondary"
     assert not fit(ask, Passage("Initial claims must be received within 100 days of the date of service.")).meets
     assert fit(ask, Passage("A secondary claim must be received within 45 days of the primary remittance.")).meets
-
 
 
 def test_a_filing_limit_question_asks_for_a_duration_and_a_start_question_for_what_it_runs_from():
@@ -46,3 +44,52 @@ def test_a_filing_limit_question_asks_for_a_duration_and_a_start_question_for_wh
     assert "150 days" in answer("what was the filing limit for that claim?", [section]).claims[0].text
     started = answer("for a hospital stay, when does the filing limit start?", [section])
     assert "date of discharge" in started.claims[0].text
+
+
+def test_the_new_rule_is_quoted_not_the_old_value_kept_for_earlier_dates():
+    notice = chunk("NOTE:v1:changes", "For visits on or after May 1, referral requests must be sent within 21 days "
+                   "of the visit. Referral requests for earlier visits keep the 30-day referral request deadline.",
+                   title="Referral Notice 4", section="What changes", source_type="wiki")
+    assert "21 days" in answer("what's the new referral request deadline?", [notice]).claims[0].text
+    # asking about the old rule is not asking for the new one
+    assert "30-day" in answer("what was the old referral request deadline?", [notice]).claims[0].text
+
+
+def test_a_sentence_saying_what_stays_as_it_is_gives_way_to_the_rule():
+    notice = chunk("NOTE:v1:same", "The secondary claim limit of 60 days from the primary remittance and the "
+                   "corrected claim rules stay as they are.", title="Claims Notice 9", section="What is not changing",
+                   source_type="wiki")
+    rule = chunk("CLM:v1:secondary", "A secondary claim must be received within 60 days of the primary payer's "
+                 "remittance.", title="Claims", section="Claims after another payer")
+    result = answer("how long is the secondary claim limit?", [notice, rule])
+    assert result.claims[0].citations == ["CLM:v1:secondary"]
+
+
+def test_the_value_in_the_unit_the_question_names_beats_one_in_another_unit():
+    section = chunk("DEV:v1:returns", "(d) Returning a device. A member may return a device before the 10th "
+                    "month of use. The return is arranged on form DX-4 before the 2nd billing month is billed.",
+                    title="Home Devices", section="Returns")
+    result = answer("member wants to return the device, by which billing month must it be arranged?", [section])
+    assert "2nd billing month" in result.claims[0].text
+
+
+def test_a_number_the_question_gives_in_words_finds_the_sentence_stating_it():
+    section = chunk("CB:v1:callbacks", "A member who misses a callback gets a letter from the care team. "
+                    "After four missed callbacks the case is closed.", title="Care Callbacks", section="Missed callbacks")
+    result = answer("member keeps missing callbacks, what happens after the fourth one?", [section])
+    assert result.claims[0].text == "After four missed callbacks the case is closed."
+
+
+def test_a_sentence_carries_the_next_one_when_that_refers_back_and_holds_what_is_asked():
+    section = chunk("OTH:v1:last-payer", "For members with other coverage the other coverage is billed first. "
+                    "Two services are exempt and paid by the plan first: newborn hearing screens and lead testing. "
+                    "A claim for these services is paid without the other payer's remittance.",
+                    title="Other Coverage", section="Plan pays last")
+    result = answer("for a lead test do we need the other payer's remittance before billing?", [section])
+    assert "lead testing" in result.claims[0].text
+    assert "without the other payer's remittance" in result.claims[0].text
+    # a next sentence that does not refer back is left out
+    plain = chunk("OTH:v1:plain", "Two services are paid by the plan first: hearing screens and lead testing. "
+                  "Claims go to the address on the member card.", title="Other Coverage", section="Plan pays last")
+    result = answer("is lead testing paid by the plan first?", [plain])
+    assert "member card" not in result.claims[0].text
