@@ -5,6 +5,7 @@ file; none is from a corpus."""
 from __future__ import annotations
 
 from policydesk.answerability import Ask, Passage, fit, plan_acts
+from policydesk.vocabulary import Vocabulary, unknown_terms
 from tests.factories import chunk
 from tests.test_extractive import answer
 
@@ -93,3 +94,12 @@ def test_a_sentence_carries_the_next_one_when_that_refers_back_and_holds_what_is
                   "Claims go to the address on the member card.", title="Other Coverage", section="Plan pays last")
     result = answer("is lead testing paid by the plan first?", [plain])
     assert "member card" not in result.claims[0].text
+
+
+def test_what_a_when_question_asks_the_time_of_must_be_the_sources_own_word():
+    vocabulary = Vocabulary.of(["Claims Team. The claims team reviews corrected claims.",
+                                "The deadline for a corrected claim is 60 days."])
+    # "cookout" runs two everyday words together, but what is asked the time of must be the sources' word
+    assert unknown_terms("When is the spring cookout for the claims team?", vocabulary) == ["cookout"]
+    assert unknown_terms("is there a cookout for the claims team?", vocabulary) == []
+    assert unknown_terms("when is the deadline for a corrected claim?", vocabulary) == []
