@@ -45,7 +45,8 @@ AXES: dict[str, dict[str, str]] = {
                  r"ask\s+for|get\s+(?:the|a|an|our|their|it|this|that)?\s*(?:\w+\s+)?(?:claims?|appeals?|requests?|"
                  r"forms?|bills?)\s+(?:to|in)\b)\b"),
         "decide": (r"\b(?:decides?|decided|deciding|decisions?|determinations?|resolves?|resolved|resolution|"
-                   r"responds?|response|notif(?:y|ies|ied)|rule\s+on|render\w*|process(?:es|ed)?)\b"),
+                   r"responds?|response|notif(?:y|ies|ied)|rule\s+on|render\w*|process(?:es|ed)?|"
+                   r"(?:paid|pays|approved|approves)\s+or\s+denie[sd])\b"),
     },
     "party": {
         "member": r"\b(?:members?|enrollees?|beneficiar(?:y|ies)|patients?|subscribers?)\b",
@@ -84,6 +85,7 @@ _CONTACT = re.compile(
 )
 _DISTANCE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:miles?|mi|kilometers?|km)\b|\b(?:miles?|minutes?)\s+(?:away|drive|of)\b",
                        re.IGNORECASE)
+_CONDITION = re.compile(r"\b(?:when|whenever|if|once|unless|after|as\s+soon\s+as)\b", re.IGNORECASE)
 _PHONE = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-[\dA-Z-]{7,}|\b711\b")
 _NUMBER = re.compile(r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\b",
                      re.IGNORECASE)
@@ -94,6 +96,9 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
     ("start", re.compile(r"\bwhen\s+(?:does|do|did|will)\s+(?:the\s+|a\s+|my\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:start|begin|"
                          r"run|kick\s+in)\b|\b(?:counted|measured|runs?|starts?)\s+from\s+(?:what|when|which)\b|"
                          r"\bfrom\s+(?:what|which)\s+(?:date|day)\b", re.IGNORECASE)),
+    # the trigger of a rule ("at what point do we refer ..."): a sentence stating its condition
+    ("condition", re.compile(r"\bat\s+what\s+point\b|\bunder\s+what\s+(?:circumstances|conditions)\b|"
+                             r"\bin\s+what\s+(?:cases|situations)\b|\bwhat\s+triggers\b", re.IGNORECASE)),
     ("duration", re.compile(
         r"\bhow\s+(?:long|soon|quickly|fast|much\s+(?:extra\s+|more\s+|advance\s+)?(?:time|notice)|many\s+(?:calendar\s+|business\s+|working\s+)?"
         r"(?:days?|hours?|weeks?|months?|years?))\b|\b(?:deadline|time\s*(?:limit|frame|line)|timeframe|"
@@ -235,7 +240,7 @@ def sides_in(text: str) -> dict[str, set[str]]:
 class Ask:
     """What one question asks for, and the sides and programs it chose."""
 
-    kind: str  # start | duration | distance | amount | number | contact | date | code | count | open
+    kind: str  # start | condition | duration | distance | amount | number | contact | date | code | count | open
     priced: str | None = None  # for an amount: what is priced ("premium", "copay")
     sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
@@ -276,6 +281,8 @@ class Ask:
             return bool(_DISTANCE.search(text))
         if self.kind == "count":
             return bool(_NUMBER.search(text))
+        if self.kind == "condition":
+            return bool(_CONDITION.search(text))
         if self.kind == "code":
             return bool(_CODE_VALUE.search(text))
         return True
@@ -312,7 +319,7 @@ class Fit:
 
 
 # Whether the plan or the asker acts is said by the sentence itself: a heading such as "Timely
-# Filing" names the topic, not who files.
+# Filing" or a subsection title such as "(e) Payment requests." names the topic, not who files.
 _SENTENCE_AXES = frozenset({"action"})
 
 
@@ -324,7 +331,7 @@ def fit(ask: Ask, passage: Passage) -> Fit:
     elif ask.priced and not any(_price_stem(m.group(1)) == ask.priced for m in _PRICED.finditer(passage.scope_text)):
         unmet.append(f"prices no {ask.priced}")
     in_scope = sides_in(passage.scope_text)
-    in_sentence = sides_in(f"{passage.lead_in} {passage.sentence}")
+    in_sentence = sides_in(passage.sentence)  # a subsection title ("(e) Payment requests.") names a topic
     if ask.asker_files and plan_acts(passage.sentence, ask.known_programs):
         in_sentence["action"] = in_sentence["action"] | {"decide"}
     explicit: set[str] = set()

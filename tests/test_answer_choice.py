@@ -103,3 +103,20 @@ def test_what_a_when_question_asks_the_time_of_must_be_the_sources_own_word():
     assert unknown_terms("When is the spring cookout for the claims team?", vocabulary) == ["cookout"]
     assert unknown_terms("is there a cookout for the claims team?", vocabulary) == []
     assert unknown_terms("when is the deadline for a corrected claim?", vocabulary) == []
+
+
+def test_a_subsection_title_names_a_topic_not_who_acts():
+    ask = Ask.of("How long does an out-of-network provider have to file a claim?")
+    plan_pays = Passage("A clean claim from an out-of-network provider is paid or denied within 30 days of receipt.",
+                        lead_in="(e) Payment requests.")
+    provider_files = Passage("An out-of-network provider must submit the claim within 365 days of the service.",
+                             lead_in="(e) Payment requests.")
+    assert not fit(ask, plan_pays).meets and fit(ask, provider_files).meets
+
+
+def test_a_question_about_the_trigger_of_a_rule_wants_the_sentence_stating_its_condition():
+    ask = Ask.of("at what point do we refer a member to the care team?")
+    assert ask.kind == "condition"
+    assert not fit(ask, Passage("The care team calls the member within 2 days of the referral.")).meets
+    assert fit(ask, Passage("A rep refers a member to the care team when the member has 4 ER visits in 3 months.")).meets
+

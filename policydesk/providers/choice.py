@@ -7,7 +7,8 @@ standard or expedited, filing vs deciding...), read with the lead-in and heading
 among them, cosine similarity between the part and the sentence (same embedding model as
 retrieval) decides, with the sides the sentence names explicitly, the source the question
 names, the unit and number the question gives and lexical overlap as bonuses; a sentence that
-tells of a change (or, to a question about the new rule, of what is kept) gives way. A quoted
+tells of a change gives way, and one telling what is kept does not answer a question about the
+new rule. A quoted
 sentence carries the neighbour it refers back to, and the next one when that refers back to it
 and holds what the question asks. There is no synonym table, so nothing here knows one
 corpus's vocabulary. A part with no such sentence similar enough is left unanswered rather
@@ -66,8 +67,8 @@ _TELLS_CHANGE = re.compile(
     r"\b(?:instead\s+of|rather\s+than|no\s+longer|as\s+(?:they|it|we|you)\s+already\s+do|changes?\s+from|"
     r"replac(?:es|ing)|will\s+now|previously|formerly|(?:up|down)\s+from|stays?\s+as\s+(?:it|they)\s+(?:is|are)|"
     r"(?:is|are)\s+not\s+changing|remains?\s+unchanged)\b", re.IGNORECASE)
-# A question about the new rule ("what's the new limit") wants the changed value, not the sentence
-# saying what is kept for earlier dates ("claims before then keep the 180-day limit").
+# A question about the new rule ("what's the new limit") is not answered by a sentence saying what is
+# kept ("claims for earlier dates keep the 180-day limit", "... stay as they are").
 _ASKS_NEW = re.compile(
     r"\b(?:the|what'?s|whats)\s+(?:new|newer|updated)\b|\b(?:new|updated)\s+(?:[\w-]+\s+){0,2}?(?:limit|rule|deadline|"
     r"time\s*frame|window|tfl|requirement|process)s?\b|\b(?:now|going\s+forward|from\s+now\s+on|changed?\s+to)\b",
@@ -314,7 +315,7 @@ class SentenceChooser:
         ranked = []
         for (b, s, text, lead), vector, verdict, scoped in zip(quotable, vectors, fits, scoped_terms, strict=True):
             block = blocks[b]
-            if not verdict.meets:
+            if not verdict.meets or (wants_new and _TELLS_KEPT.search(text)):  # what is kept is not the new rule
                 continue
             similarity = max(float(np.dot(q, v)) for v in vector)
             overlap = len(wanted & scoped) / len(wanted) if wanted else 0.0
@@ -330,8 +331,6 @@ class SentenceChooser:
             if asked_numbers & numbers_in(text):
                 score += NUMBER_BONUS
             if not wants_change and _TELLS_CHANGE.search(text):
-                score -= CHANGE_PENALTY
-            if wants_new and _TELLS_KEPT.search(text):
                 score -= CHANGE_PENALTY
             ranked.append(Candidate(b, s, text, similarity, score, lead))
         return sorted(ranked, key=lambda c: (-c.score, c.block_index, c.sentence_index))
