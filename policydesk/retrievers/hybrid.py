@@ -23,6 +23,8 @@ returned and which arms returned each chunk, so the clearance guard can name a c
 
 from __future__ import annotations
 
+import re
+
 import threading
 import time
 from collections.abc import Sequence
@@ -234,11 +236,17 @@ def _search_in_flight():
             _IN_FLIGHT -= 1
 
 
+_VERSION_PART = re.compile(r":v\d+:")
+
+
 def deterministic_rerank_keep_order(nodes: list[NodeWithScore], top_n: int) -> list[NodeWithScore]:
-    """De-duplicate by chunk id keeping first occurrence (the interleaved order), cut to top_n."""
+    """De-duplicate keeping first occurrence (the interleaved order), cut to top_n. Versions of one
+    chunk ("DOC:v1:sec", "DOC:v2:sec") count once: version resolution puts the one in force on the
+    request's dates in its place, so a second version would only take the slot of another section."""
     seen, out = set(), []
     for n in nodes:
-        if n.node.node_id not in seen:
-            seen.add(n.node.node_id)
+        key = _VERSION_PART.sub(":", n.node.node_id, count=1)
+        if key not in seen:
+            seen.add(key)
             out.append(n)
     return out[:top_n]
