@@ -46,7 +46,8 @@ AXES: dict[str, dict[str, str]] = {
                  r"forms?|bills?)\s+(?:to|in)\b)\b"),
         "decide": (r"\b(?:decides?|decided|deciding|decisions?|determinations?|resolves?|resolved|resolution|"
                    r"responds?|response|notif(?:y|ies|ied)|rule\s+on|render\w*|process(?:es|ed)?|"
-                   r"(?:paid|pays|approved|approves)\s+or\s+denie[sd])\b"),
+                   r"(?:paid|pays|approved|approves)\s+or\s+denie[sd]|(?:denial|notice|decision|determination|letter)s?\s+"
+                   r"(?:is|are|will\s+be)\s+(?:sent|mailed|issued|given))\b"),
     },
     "party": {
         "member": r"\b(?:members?|enrollees?|beneficiar(?:y|ies)|patients?|subscribers?)\b",
@@ -190,7 +191,8 @@ def _brand(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> set[str]:
 # not the asker's, unless the plan only receives, accepts or demands what the asker sends.
 _GATEKEEPING = (r"(?:is|was|are|receives?|accepts?|requires?|allows?|permits?|gives?|grants?|expects?|counts?|"
                 r"measures?|considers?|denies|deny|treats?|applies|apply|needs?|asks?|waives?|must|may|will|shall|can)\b")
-_PLAN_SUBJECT = r"(?:^|[,;:]\s+|\b(?:and|then|but|so)\s+)(?:(?i:the\s+(?:health\s+)?plan){brand})\s+"
+_PLAN_SUBJECT = (r"(?:^|[,;:]\s+|\b(?:and|then|but|so)\s+)(?:(?i:otherwise|then|also|instead|later),?\s+)?"
+                 r"(?:(?i:the\s+(?:health\s+)?plan){brand})\s+")
 _PLAN_VERB = r"(?:(?:must|will|shall)\s+(?!{gate})[a-z]+\b|(?:(?:also|then|first|only)\s+)?(?!{gate})[a-z]+s\b)"
 
 

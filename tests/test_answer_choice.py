@@ -116,6 +116,14 @@ def test_a_subsection_title_names_a_topic_not_who_acts():
     assert not fit(ask, plan_pays).meets and fit(ask, provider_files).meets
 
 
+def test_a_notice_the_plan_sends_is_its_decision_not_a_filing():
+    ask = Ask.of("which form does the plan use to deny a coverage determination?")
+    assert ask.kind == "code" and ask.sides["action"] == "decide"
+    assert fit(ask, Passage("A denial is sent on form XR-12 with the member's appeal rights.")).meets
+    # and the plan still acts after a leading connective
+    assert plan_acts("Otherwise Lakeshore recovers it from later payments.", tuple(PROGRAMS.items()))
+
+
 def test_a_question_about_the_trigger_of_a_rule_wants_the_sentence_stating_its_condition():
     ask = Ask.of("at what point do we refer a member to the care team?")
     assert ask.kind == "condition"
