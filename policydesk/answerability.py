@@ -38,11 +38,17 @@ AXES: dict[str, dict[str, str]] = {
     "submission": {
         "corrected": r"\b(?:corrected|correction|replacement|resubmi\w*|re-submi\w*|void(?:ed)?)\b",
         "initial": r"\b(?:initial|original|first[- ]time)\s+(?:claims?|submissions?|bills?)\b",
+        # a claim sent after another payer paid first: its own limit, not the initial claim's
+        "secondary": r"\bsecondary\s+(?:claims?|submissions?|bills?|billing)\b",
     },
     "action": {
-        "file": r"\b(?:file|files|filed|filing|submit|submits|submitted|request|requests|requested|send|sends|sent|ask\s+for)\b",
+        "file": (r"\b(?:file|files|filed|filing|submit|submits|submitted|request|requests|requested|send|sends|sent|"
+                 r"ask\s+for|get\s+(?:the|a|an|our|their|it|this|that)?\s*(?:\w+\s+)?(?:claims?|appeals?|requests?|"
+                 r"forms?|bills?)\s+(?:to|in)\b)\b"),
         "decide": (r"\b(?:decides?|decided|deciding|decisions?|determinations?|resolves?|resolved|resolution|"
-                   r"responds?|response|notif(?:y|ies|ied)|rule\s+on|render\w*|process(?:es|ed)?)\b"),
+                   r"responds?|response|notif(?:y|ies|ied)|rule\s+on|render\w*|process(?:es|ed)?|"
+                   r"(?:paid|pays|approved|approves)\s+or\s+denie[sd]|(?:denial|notice|decision|determination|letter)s?\s+"
+                   r"(?:is|are|will\s+be)\s+(?:sent|mailed|issued|given))\b"),
     },
     "party": {
         "member": r"\b(?:members?|enrollees?|beneficiar(?:y|ies)|patients?|subscribers?)\b",
@@ -57,6 +63,10 @@ _AXIS_RE = {axis: {side: re.compile(p, re.IGNORECASE) for side, p in sides.items
 _PLAN_ACTS = re.compile(r"\b(?:plan|health\s+plan|payer|insurer|carrier)\s+(?:have|has|get|gets|must|need|needs|take|takes)"
                         r"\s+to\b|\bturn-?around\b", re.IGNORECASE)
 _WE_ACT = re.compile(r"\bwe\s+(?:have|get|must|need)\s+to\b", re.IGNORECASE)
+# "How long do we have to get the claim in": the asker's own clock. A sentence in which the plan acts
+# ("the plan verifies ... within 10 days") is on the plan's clock and does not answer it.
+_ASKER_ACTS = re.compile(r"\b(?:we|i|you|they|providers?|members?|suppliers?)\s+(?:have|has|get|gets|must|need|needs)\s+to\b",
+                         re.IGNORECASE)
 
 _TIME_UNIT = r"(?:calendar\s+|business\s+|working\s+)?(?:days?|hours?|hrs?|weeks?|months?|years?|minutes?|seconds?)"
 _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|fifteen|eighteen|"
@@ -77,16 +87,24 @@ _CONTACT = re.compile(
 )
 _DISTANCE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:miles?|mi|kilometers?|km)\b|\b(?:miles?|minutes?)\s+(?:away|drive|of)\b",
                        re.IGNORECASE)
+_CONDITION = re.compile(r"\b(?:when|whenever|if|once|unless|after|as\s+soon\s+as)\b", re.IGNORECASE)
 _PHONE = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-[\dA-Z-]{7,}|\b711\b")
 _NUMBER = re.compile(r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\b",
                      re.IGNORECASE)
 
 # What the question asks for, first match wins. "how much time" is a duration, "how much" an amount.
 _ASKS: tuple[tuple[str, re.Pattern], ...] = (
+    # what a limit runs from ("when does the filing limit start"), not its length: any text may say it
+    ("start", re.compile(r"\bwhen\s+(?:does|do|did|will)\s+(?:the\s+|a\s+|my\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:start|begin|"
+                         r"run|kick\s+in)\b|\b(?:counted|measured|runs?|starts?)\s+from\s+(?:what|when|which)\b|"
+                         r"\bfrom\s+(?:what|which)\s+(?:date|day)\b", re.IGNORECASE)),
+    # the trigger of a rule ("at what point do we refer ..."): a sentence stating its condition
+    ("condition", re.compile(r"\bat\s+what\s+point\b|\bunder\s+what\s+(?:circumstances|conditions)\b|"
+                             r"\bin\s+what\s+(?:cases|situations)\b|\bwhat\s+triggers\b", re.IGNORECASE)),
     ("duration", re.compile(
         r"\bhow\s+(?:long|soon|quickly|fast|much\s+(?:extra\s+|more\s+|advance\s+)?(?:time|notice)|many\s+(?:calendar\s+|business\s+|working\s+)?"
         r"(?:days?|hours?|weeks?|months?|years?))\b|\b(?:deadline|time\s*(?:limit|frame|line)|timeframe|"
-        r"turn-?around|window|cut-?off|tfl|timely\s+filing\s+(?:limit|rule|period|deadline|window))\b|"
+        r"turn-?around|window|cut-?off|tfl|(?:timely\s+)?filing\s+(?:limit|rule|period|deadline|window))\b|"
         r"\bwithin\s+how\b|\bby\s+when\b|\bhow\s+many\s+days\b|\bhow\s+(?:far|much|long)\s+(?:ahead|in\s+advance|before)\b|"
         r"\bhow\s+early\b|\bhow\s+often\b|\bhow\s+frequently\b", re.IGNORECASE)),
     ("distance", re.compile(r"\bhow\s+(?:far|close|many\s+miles)\b", re.IGNORECASE)),
@@ -177,8 +195,7 @@ def _compiled(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, re
     """One pattern per program: its spoken name, its acronym in capitals, the plan's names for it
     (in any case) and those names without the plan's brand word (in their own capitals)."""
     named = dict(programs)
-    everyone = [set(a.split()) for aliases in named.values() for a in aliases]
-    brand = set.intersection(*everyone) if len(everyone) > 1 else set()
+    brand = _brand(programs)
     out = {}
     for name, aliases in named.items():
         spoken, *acronym = program_forms(name)
@@ -190,6 +207,33 @@ def _compiled(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, re
                 alts.append(_phrase(own))
         out[name] = re.compile("|".join(alts))
     return out
+
+
+def _brand(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> set[str]:
+    """The words every one of the plan's program names shares: the plan's own name ("Northwind")."""
+    everyone = [set(a.split()) for _, aliases in programs for a in aliases]
+    return set.intersection(*everyone) if len(everyone) > 1 else set()
+
+
+# The plan as the one who acts, at the start of a clause: "Northwind verifies the coverage within
+# 10 business days", "the plan must decide ...". That is the plan's own clock (the decide side),
+# not the asker's, unless the plan only receives, accepts or demands what the asker sends.
+_GATEKEEPING = (r"(?:is|was|are|receives?|accepts?|requires?|allows?|permits?|gives?|grants?|expects?|counts?|"
+                r"measures?|considers?|denies|deny|treats?|applies|apply|needs?|asks?|waives?|must|may|will|shall|can)\b")
+_PLAN_SUBJECT = (r"(?:^|[,;:]\s+|\b(?:and|then|but|so)\s+)(?:(?i:otherwise|then|also|instead|later),?\s+)?"
+                 r"(?:(?i:the\s+(?:health\s+)?plan){brand})\s+")
+_PLAN_VERB = r"(?:(?:must|will|shall)\s+(?!{gate})[a-z]+\b|(?:(?:also|then|first|only)\s+)?(?!{gate})[a-z]+s\b)"
+
+
+@lru_cache(maxsize=64)
+def _plan_acting(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> re.Pattern:
+    brand = "".join(f"|{re.escape(w)}" for w in sorted(_brand(programs)))
+    return re.compile(_PLAN_SUBJECT.format(brand=brand) + _PLAN_VERB.format(gate=_GATEKEEPING))
+
+
+def plan_acts(text: str, programs: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> bool:
+    """The text has the plan do something on its own clock (see `_PLAN_SUBJECT`)."""
+    return bool(_plan_acting(programs).search(text))
 
 
 # "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
@@ -227,12 +271,13 @@ def sides_in(text: str) -> dict[str, set[str]]:
 class Ask:
     """What one question asks for, and the sides and programs it chose."""
 
-    kind: str  # duration | distance | amount | number | contact | date | code | count | open
+    kind: str  # start | condition | duration | distance | amount | number | contact | date | code | count | open
     priced: str | None = None  # for an amount: what is priced ("premium", "copay")
     object: frozenset[str] = frozenset()  # folded words of what the value is asked of
     sides: dict[str, str] = field(default_factory=dict)  # axis -> the one side the question names
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
     known_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # every program, with the plan's names for it
+    asker_files: bool = False  # the question asks how long the asker has to file or send
 
     @classmethod
     def of(cls, question: str, programs: Programs | Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
@@ -249,7 +294,8 @@ class Ask:
             chosen.add(chosen_program)
         priced = _PRICED.search(question) if kind == "amount" else None
         return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(as_programs(programs).items()),
-                   priced=_price_stem(priced.group(1)) if priced else None, object=_object_of(question, kind, patterns))
+                   priced=_price_stem(priced.group(1)) if priced else None, object=_object_of(question, kind, patterns),
+                   asker_files=sides.get("action") == "file" and bool(_ASKER_ACTS.search(question)))
 
     def value_stated(self, text: str) -> bool:
         """The text states the kind of value asked for (any text does for an open question)."""
@@ -267,6 +313,8 @@ class Ask:
             return bool(_DISTANCE.search(text))
         if self.kind == "count":
             return bool(_NUMBER.search(text))
+        if self.kind == "condition":
+            return bool(_CONDITION.search(text))
         if self.kind == "code":
             return bool(_CODE_VALUE.search(text))
         return True
@@ -303,7 +351,7 @@ class Fit:
 
 
 # Whether the plan or the asker acts is said by the sentence itself: a heading such as "Timely
-# Filing" names the topic, not who files.
+# Filing" or a subsection title such as "(e) Payment requests." names the topic, not who files.
 _SENTENCE_AXES = frozenset({"action"})
 
 
@@ -317,7 +365,9 @@ def fit(ask: Ask, passage: Passage) -> Fit:
     elif ask.object and not speaks_of(ask.object, passage.scope_text):
         unmet.append(f"speaks not of {' '.join(sorted(ask.object))}")
     in_scope = sides_in(passage.scope_text)
-    in_sentence = sides_in(f"{passage.lead_in} {passage.sentence}")
+    in_sentence = sides_in(passage.sentence)  # a subsection title ("(e) Payment requests.") names a topic
+    if ask.asker_files and plan_acts(passage.sentence, ask.known_programs):
+        in_sentence["action"] = in_sentence["action"] | {"decide"}
     explicit: set[str] = set()
     for axis, side in ask.sides.items():
         if axis == "party":  # who acts is too often both, or implied: it never decides

@@ -9,7 +9,8 @@ words it is the initials of ("TFL", "eob"), or a word it misspells by one letter
 English is the whole-word vocabulary of the embedding model's tokenizer: a paraphrase in
 plain words ("how far ahead", "my kid") is left to the similarity checks, not refused here,
 except where the plain word is what the question is about (a document it names, what a
-passive question's rule happens to, the benefit a coverage or price question asks about):
+passive question's rule happens to, the benefit a coverage or price question asks about, what a
+when-question asks the time of; such a word is not excused as two everyday words run together):
 a subject no readable source names is not the caller's to be answered on, whether it is made
 up or only above their clearance, so both read alike.
 
@@ -162,6 +163,11 @@ _PASSIVE_SUBJECT = re.compile(
     r"\b(?:must|should|can|will|would|could|may|do|does|is|are)\s+(?:the|a|an|their|our|my|his|her)?\s*"
     r"((?:[A-Za-z][\w'-]*\s+){0,2}([A-Za-z][\w'-]*))\s+be\s+[a-z]+(?:ed|en|wn)\b", re.I)
 
+# "When is the holiday potluck for ...": what a when-question asks the time of.
+_WHEN_SUBJECT = re.compile(
+    r"\bwhen(?:'s|s|\s+(?:is|are|was|were|will\s+be))\s+(?:the|a|an|our|their|this|that|next)\s+"
+    r"(?:[A-Za-z][\w'-]*\s+){0,2}?([A-Za-z][\w'-]*)(?=\s*(?:[?,.;]|$|\b(?:for|of|at|in|on|this|next|with)\b))", re.I)
+
 
 def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     """The question's words that no readable source uses and that are not everyday English, or that
@@ -175,6 +181,7 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
     naming |= {w.lower() for w in benefit_asked(question)}
     naming |= {m.group(1).lower() for m in _NAME.finditer(question.strip())}
+    naming |= {m.group(1).lower() for m in _WHEN_SUBJECT.finditer(question)}
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):
         word = raw.strip("'-")
@@ -185,7 +192,8 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
         everyday = all(p in common or p.removesuffix("s") in common for p in parts)
         if (everyday and lower not in naming) or _CONTRACTION.match(lower):
             continue
-        run_together = not everyday and vocabulary.knows_compound(lower)  # an everyday word is no compound
+        # an everyday word is no compound, and what the question is about must be the sources' own word
+        run_together = not everyday and lower not in naming and vocabulary.knows_compound(lower)
         if not vocabulary.knows(word) and not run_together and lower not in out:
             out.append(lower)
     return out

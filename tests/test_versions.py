@@ -28,9 +28,9 @@ REP = clearance_for("rep")
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
 
-def retrieve(db, embed_model, question: str, clearance=COMPLIANCE):
+def retrieve(db, embed_model, question: str, clearance=COMPLIANCE, top_k: int = 8):
     retriever = HybridRetriever(
-        chunk_vector_store(db), embed_model, clearance=clearance
+        chunk_vector_store(db), embed_model, clearance=clearance, top_k=top_k
     )
     return retriever.retrieve(question)
 
@@ -340,7 +340,8 @@ def test_resolution_and_conflict_checks_each_read_in_one_transaction(demo_db, em
     # from the request's one read, not from a transaction per swapped chunk; the conflict check
     # reads every version in context in one transaction as well. (Counted as connections taken
     # from the pool: the resolver's read is a pipelined one that bypasses SQLAlchemy's begin.)
-    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"])
+    # Retrieval keeps one version per section, so a deeper top k brings several version 2 sections.
+    nodes = retrieve(demo_db, embed_model, SUITE["questions"]["POL-TF"], top_k=20)
     checkouts: list[int] = []
     listener = lambda *args: checkouts.append(1)  # noqa: E731
     lookup = VersionLookup(demo_db)

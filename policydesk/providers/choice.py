@@ -6,7 +6,11 @@ sentence. Only sentences that meet what the part asks and qualifies are candidat
 standard or expedited, filing vs deciding...), read with the lead-in and heading they need;
 among them, cosine similarity between the part and the sentence (same embedding model as
 retrieval) decides, with the sides the sentence names explicitly, the source the question
-names and lexical overlap as bonuses. There is no synonym table, so nothing here knows one
+names, the unit and number the question gives and lexical overlap as bonuses; a sentence that
+tells of a change gives way, and one telling what is kept does not answer a question about the
+new rule. A quoted
+sentence carries the neighbour it refers back to, and the next one when that refers back to it
+and holds what the question asks. There is no synonym table, so nothing here knows one
 corpus's vocabulary. A part with no such sentence similar enough is left unanswered rather
 than answered with a neighbour.
 """
@@ -24,6 +28,7 @@ import numpy as np
 from policydesk.answerability import Ask, Passage, Programs, fit, names_source
 from policydesk.providers.blocks import SourceBlock, looks_injected, passages, terms, word_count
 from policydesk.providers.local import VectorCache
+from policydesk.words import STOPWORDS
 
 # Below this cosine similarity a sentence does not address the question part. MiniLM scale;
 # set equal to the retrieval abstain threshold when that was 0.35 (it is now calibrated
@@ -60,10 +65,37 @@ NAMED_SOURCE_BONUS = 0.05
 CHANGE_PENALTY = 0.12
 _TELLS_CHANGE = re.compile(
     r"\b(?:instead\s+of|rather\s+than|no\s+longer|as\s+(?:they|it|we|you)\s+already\s+do|changes?\s+from|"
-    r"replac(?:es|ing)|will\s+now|previously|formerly|(?:up|down)\s+from)\b", re.IGNORECASE)
+    r"replac(?:es|ing)|will\s+now|previously|formerly|(?:up|down)\s+from|stays?\s+as\s+(?:it|they)\s+(?:is|are)|"
+    r"(?:is|are)\s+not\s+changing|remains?\s+unchanged)\b", re.IGNORECASE)
+# A question about the new rule ("what's the new limit") is not answered by a sentence saying what is
+# kept ("claims for earlier dates keep the 180-day limit", "... stay as they are").
+_ASKS_NEW = re.compile(
+    r"\b(?:the|what'?s|whats)\s+(?:new|newer|updated)\b|\b(?:new|updated)\s+(?:[\w-]+\s+){0,2}?(?:limit|rule|deadline|"
+    r"time\s*frame|window|tfl|requirement|process)s?\b|\b(?:now|going\s+forward|from\s+now\s+on|changed?\s+to)\b",
+    re.IGNORECASE)
+_ASKS_OLD = re.compile(r"\b(?:old|older|previous\w*|used\s+to|prior|earlier|former\w*|still|before\s+the\s+change)\b",
+                       re.IGNORECASE)
+_TELLS_KEPT = re.compile(
+    r"\b(?:keeps?|kept|still\s+appl(?:y|ies)|stays?\s+as|remains?\s+(?:the\s+same|unchanged)|unchanged|not\s+changing|"
+    r"(?:earlier|previous|old|former)\s+(?:\d+-day\s+)?(?:limit|rule|deadline|timeframe))\b", re.IGNORECASE)
 _ASKS_CHANGE = re.compile(
     r"\b(?:chang\w*|new|newer|differ\w*|still|anymore|any\s+more|no\s+longer|used\s+to|updat\w*|instead|"
     r"replac\w*|previous\w*|old|before\s+the)\b", re.IGNORECASE)
+# "By which rental month", "how many calendar days": the value asked for, in the unit the question
+# names with its qualifier; a sentence stating a value in that unit ("the 4th rental month") over
+# one stating another ("the 13th month").
+UNIT_BONUS = 0.08
+_ASKED_UNIT = re.compile(r"\b(?:which|what|how\s+many)\s+((?:[a-z]+\s+){1,2}?)(day|hour|week|month|year|visit)s?\b",
+                         re.IGNORECASE)
+# A number the question gives, in any form ("after the third one" and "after three no-shows").
+NUMBER_BONUS = 0.04
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth").split()
+# "one" is left out: in a question it is mostly a pronoun ("the third one").
+_CARDINALS = ("two three four five six seven eight nine ten eleven twelve").split()
+_NUMBER_TOKEN = re.compile(r"(?<![\w/:.-])(\d{1,3})(?:st|nd|rd|th)?(?![\w/:]|[.-]\d)|\b(" + "|".join(_ORDINALS + _CARDINALS)
+                           + r")\b", re.IGNORECASE)
+# A sentence that refers back to the one before it ("a claim for these services ...").
+_REFERS_BACK = re.compile(r"^(?:[\w'-]+\s+){0,3}?(?:this|these|those|such|the\s+same)\b", re.IGNORECASE)
 # A wiki page or note sentence that says what a policy sentence says (cosine of the plain
 # sentences at least this) is a restatement: the binding policy sentence is quoted instead.
 RESTATEMENT_COSINE = 0.85
@@ -102,11 +134,12 @@ class Candidate:
     similarity: float
     score: float
     lead_in: str = ""
+    continuation: str = ""  # the next sentence, when it refers back and says what the ask needs
 
     @property
     def quote(self) -> str:
-        """The sentence as shown: with the lead-in it needs to be understood."""
-        return f"{self.lead_in} {self.sentence}" if self.lead_in else self.sentence
+        """The sentence as shown: with the lead-in it needs to be understood, and its continuation."""
+        return " ".join(p for p in (self.lead_in, self.sentence, self.continuation) if p)
 
 
 def question_parts(question: str) -> list[str]:
@@ -149,6 +182,45 @@ def expand_abbreviations(question: str, texts: list[str]) -> str:
         if runs:
             question = re.sub(rf"\b{a}s?\b", lambda m: f"{m.group(0)} ({runs.most_common(1)[0][0]})", question, count=1)
     return question
+
+
+def numbers_in(text: str) -> set[int]:
+    """The small numbers a text states, however written: "3", "3rd", "three", "third"."""
+    out = set()
+    for digits, word in _NUMBER_TOKEN.findall(text):
+        if digits:
+            out.add(int(digits))
+        else:
+            w = word.lower()
+            out.add(_ORDINALS.index(w) + 1 if w in _ORDINALS else _CARDINALS.index(w) + 2)
+    return out
+
+
+def states_asked_unit(part: str, sentence: str) -> bool:
+    """The part asks for a value in a qualified unit ("which rental month") and the sentence states
+    one in it ("before the 4th rental month")."""
+    m = _ASKED_UNIT.search(part)
+    qualifiers = [w for w in (m.group(1).split() if m else []) if w.lower() not in STOPWORDS]
+    if not qualifiers:
+        return False
+    value = r"(?:\d+(?:st|nd|rd|th)?|" + "|".join(_ORDINALS + _CARDINALS) + r")"
+    unit = r"\s+".join(map(re.escape, qualifiers)) + r"\s+" + m.group(2) + r"s?\b"
+    return bool(re.search(rf"\b{value}\s+{unit}", sentence, re.IGNORECASE))
+
+
+def _carried(c: Candidate, quotable, part: str) -> Candidate:
+    """The candidate read with its neighbours in the same passage (same block, same lead-in) that
+    it needs or that finish it: the sentence before, when the candidate refers back to it ("a claim
+    for these services ..."); the sentence after, when that one refers back to the candidate and
+    has words of the part the candidate lacks (the pair says what is asked, the sentence alone not)."""
+    near = {s: (text, lead) for b, s, text, lead in quotable if b == c.block_index}
+    before, after, lead = near.get(c.sentence_index - 1), near.get(c.sentence_index + 1), c.lead_in
+    if before and before[1] == lead and _REFERS_BACK.search(c.sentence):
+        c = replace(c, lead_in=" ".join(p for p in (lead, before[0]) if p))
+    if after and after[1] == lead and _REFERS_BACK.search(after[0]) \
+            and (terms(part) & terms(after[0])) - terms(f"{c.lead_in} {c.sentence}"):
+        c = replace(c, continuation=after[0])
+    return c
 
 
 def states_value(sentence: str) -> bool:
@@ -209,7 +281,7 @@ class SentenceChooser:
                     seen_docs.add(block.doc)
             for c in picks:
                 if all((c.block_index, c.sentence_index) != (o.block_index, o.sentence_index) for o in chosen):
-                    chosen.append(c)
+                    chosen.append(_carried(c, quotable, expand_abbreviations(part, texts)))
         return chosen[:MAX_SENTENCES]
 
     def _binding(self, ranked: list[Candidate], blocks: list[SourceBlock]) -> Candidate:
@@ -233,6 +305,8 @@ class SentenceChooser:
         codes = {c.lower() for c in _CODE.findall(part) if not _YEAR.match(c)}
         wants_value = bool(_ASKS_FOR_VALUE.search(part))
         wants_change = bool(_ASKS_CHANGE.search(part))
+        wants_new = bool(_ASKS_NEW.search(part)) and not _ASKS_OLD.search(part)
+        asked_numbers = numbers_in(part)
         fits = [fit(ask, Passage(sentence=text, lead_in=lead, heading=blocks[b].heading, products=blocks[b].products))
                 for b, _, text, lead in quotable]
         contested = set().union(*(f.contests for f in fits))
@@ -241,7 +315,7 @@ class SentenceChooser:
         ranked = []
         for (b, s, text, lead), vector, verdict, scoped in zip(quotable, vectors, fits, scoped_terms, strict=True):
             block = blocks[b]
-            if not verdict.meets:
+            if not verdict.meets or (wants_new and _TELLS_KEPT.search(text)):  # what is kept is not the new rule
                 continue
             similarity = max(float(np.dot(q, v)) for v in vector)
             overlap = len(wanted & scoped) / len(wanted) if wanted else 0.0
@@ -252,6 +326,10 @@ class SentenceChooser:
             if codes and codes & {c.lower() for c in _CODE.findall(f"{block.heading} {lead} {text}")}:
                 score += CODE_BONUS
             score += DISTINCT_BONUS * min(DISTINCT_MAX, len(distinct & scoped))
+            if states_asked_unit(part, text):
+                score += UNIT_BONUS
+            if asked_numbers & numbers_in(text):
+                score += NUMBER_BONUS
             if not wants_change and _TELLS_CHANGE.search(text):
                 score -= CHANGE_PENALTY
             ranked.append(Candidate(b, s, text, similarity, score, lead))

@@ -1,0 +1,140 @@
+"""Which sentence answers: what the question asks (its value, its unit, the number it gives, the new
+rule or the kept one) and who acts on the clock it asks about. Each example is written for this
+file; none is from a corpus."""
+
+from __future__ import annotations
+
+from policydesk.access import clearance_for
+from policydesk.answerability import Ask, Passage, fit, plan_acts
+from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from policydesk.vocabulary import Vocabulary, unknown_terms
+from tests.factories import chunk
+from tests.test_extractive import answer
+
+PROGRAMS = {"commercial": ("Lakeshore Select",), "medicaid": ("Lakeshore Community",)}
+
+
+def test_a_sentence_in_which_the_plan_acts_does_not_answer_how_long_we_have_to_send():
+    cob = chunk("OTH:v1:other-coverage", "The plan reviews the reported coverage within 5 business days. "
+                "A claim sent after another payer paid first must be received within 75 days of that payer's "
+                "remittance.", title="Other Coverage", section="Claims after another payer")
+    result = answer("another payer paid first. how long do we have to get the claim to the plan?", [cob])
+    assert result.answerable and "75 days" in result.claims[0].text
+    assert all("5 business days" not in c.text for c in result.claims)
+    # the plan by its own name, read from its program names, acts the same way
+    ask = Ask.of("How long do we have to get the bill to Lakeshore?", PROGRAMS)
+    assert ask.sides["action"] == "file" and ask.asker_files
+    assert not fit(ask, Passage("Lakeshore verifies the other coverage within 10 business days.")).meets
+    assert fit(ask, Passage("Lakeshore must receive the bill within 60 days of the service.")).meets
+    assert not plan_acts("Lakeshore Community (Medicaid) pays last.", tuple(PROGRAMS.items()))
+    # asking how long the plan takes is not the asker's clock: the plan's sentence stays in play
+    assert not Ask.of("new provider sent in the packet, how long until we finish it?").asker_files
+
+
+def test_a_secondary_claim_question_is_not_answered_with_the_initial_claim_limit():
+    ask = Ask.of("is there a limit for a secondary claim?")
+    assert ask.sides["submission"] == "secondary"
+    assert not fit(ask, Passage("Initial claims must be received within 100 days of the date of service.")).meets
+    assert fit(ask, Passage("A secondary claim must be received within 45 days of the primary remittance.")).meets
+
+
+def test_a_filing_limit_question_asks_for_a_duration_and_a_start_question_for_what_it_runs_from():
+    assert Ask.of("what was the filing limit for that claim?").kind == "duration"
+    assert Ask.of("after a retro add, when does the filing limit start?").kind == "start"
+    section = chunk("LIM:v1:limit", "The filing limit is counted from the date of discharge for a hospital stay. "
+                    "A claim received more than 150 days after that date is denied.",
+                    title="Claim Deadlines", section="Limit")
+    assert "150 days" in answer("what was the filing limit for that claim?", [section]).claims[0].text
+    started = answer("for a hospital stay, when does the filing limit start?", [section])
+    assert "date of discharge" in started.claims[0].text
+
+
+def test_the_new_rule_is_quoted_not_the_old_value_kept_for_earlier_dates():
+    notice = chunk("NOTE:v1:changes", "For visits on or after May 1, referral requests must be sent within 21 days "
+                   "of the visit. Referral requests for earlier visits keep the 30-day referral request deadline.",
+                   title="Referral Notice 4", section="What changes", source_type="wiki")
+    assert "21 days" in answer("what's the new referral request deadline?", [notice]).claims[0].text
+    # asking about the old rule is not asking for the new one
+    assert "30-day" in answer("what was the old referral request deadline?", [notice]).claims[0].text
+
+
+def test_a_sentence_saying_what_stays_as_it_is_gives_way_to_the_rule():
+    notice = chunk("NOTE:v1:same", "The secondary claim limit of 60 days from the primary remittance and the "
+                   "corrected claim rules stay as they are.", title="Claims Notice 9", section="What is not changing",
+                   source_type="wiki")
+    rule = chunk("CLM:v1:secondary", "A secondary claim must be received within 60 days of the primary payer's "
+                 "remittance.", title="Claims", section="Claims after another payer")
+    result = answer("how long is the secondary claim limit?", [notice, rule])
+    assert result.claims[0].citations == ["CLM:v1:secondary"]
+
+
+def test_the_value_in_the_unit_the_question_names_beats_one_in_another_unit():
+    section = chunk("DEV:v1:returns", "(d) Returning a device. A member may return a device before the 10th "
+                    "month of use. The return is arranged on form DX-4 before the 2nd billing month is billed.",
+                    title="Home Devices", section="Returns")
+    result = answer("member wants to return the device, by which billing month must it be arranged?", [section])
+    assert "2nd billing month" in result.claims[0].text
+
+
+def test_a_number_the_question_gives_in_words_finds_the_sentence_stating_it():
+    section = chunk("CB:v1:callbacks", "A member who misses a callback gets a letter from the care team. "
+                    "After four missed callbacks the case is closed.", title="Care Callbacks", section="Missed callbacks")
+    result = answer("member keeps missing callbacks, what happens after the fourth one?", [section])
+    assert result.claims[0].text == "After four missed callbacks the case is closed."
+
+
+def test_a_sentence_carries_the_next_one_when_that_refers_back_and_holds_what_is_asked():
+    section = chunk("OTH:v1:last-payer", "For members with other coverage the other coverage is billed first. "
+                    "Two services are exempt and paid by the plan first: newborn hearing screens and lead testing. "
+                    "A claim for these services is paid without the other payer's remittance.",
+                    title="Other Coverage", section="Plan pays last")
+    result = answer("for a lead test do we need the other payer's remittance before billing?", [section])
+    assert "lead testing" in result.claims[0].text
+    assert "without the other payer's remittance" in result.claims[0].text
+    # a next sentence that does not refer back is left out
+    plain = chunk("OTH:v1:plain", "Two services are paid by the plan first: hearing screens and lead testing. "
+                  "Claims go to the address on the member card.", title="Other Coverage", section="Plan pays last")
+    result = answer("is lead testing paid by the plan first?", [plain])
+    assert "member card" not in result.claims[0].text
+
+
+def test_what_a_when_question_asks_the_time_of_must_be_the_sources_own_word():
+    vocabulary = Vocabulary.of(["Claims Team. The claims team reviews corrected claims.",
+                                "The deadline for a corrected claim is 60 days."])
+    # "cookout" runs two everyday words together, but what is asked the time of must be the sources' word
+    assert unknown_terms("When is the spring cookout for the claims team?", vocabulary) == ["cookout"]
+    assert unknown_terms("is there a cookout for the claims team?", vocabulary) == []
+    assert unknown_terms("when is the deadline for a corrected claim?", vocabulary) == []
+
+
+def test_a_subsection_title_names_a_topic_not_who_acts():
+    ask = Ask.of("How long does an out-of-network provider have to file a claim?")
+    plan_pays = Passage("A clean claim from an out-of-network provider is paid or denied within 30 days of receipt.",
+                        lead_in="(e) Payment requests.")
+    provider_files = Passage("An out-of-network provider must submit the claim within 365 days of the service.",
+                             lead_in="(e) Payment requests.")
+    assert not fit(ask, plan_pays).meets and fit(ask, provider_files).meets
+
+
+def test_a_notice_the_plan_sends_is_its_decision_not_a_filing():
+    ask = Ask.of("which form does the plan use to deny a coverage determination?")
+    assert ask.kind == "code" and ask.sides["action"] == "decide"
+    assert fit(ask, Passage("A denial is sent on form XR-12 with the member's appeal rights.")).meets
+    # and the plan still acts after a leading connective
+    assert plan_acts("Otherwise Lakeshore recovers it from later payments.", tuple(PROGRAMS.items()))
+
+
+def test_a_question_about_the_trigger_of_a_rule_wants_the_sentence_stating_its_condition():
+    ask = Ask.of("at what point do we refer a member to the care team?")
+    assert ask.kind == "condition"
+    assert not fit(ask, Passage("The care team calls the member within 2 days of the referral.")).meets
+    assert fit(ask, Passage("A rep refers a member to the care team when the member has 4 ER visits in 3 months.")).meets
+
+
+def test_versions_of_one_section_take_one_retrieval_slot(demo_db, embed_model):
+    # Version resolution puts the version in force in its place, so a second version of the same
+    # section would only push another section out of the top k.
+    retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("rep"), top_k=8)
+    ids = [n.node.node_id for n in retriever.search("What is the timely filing limit for a claim?").nodes]
+    sections = [(i.split(":")[0], *i.split(":")[2:]) for i in ids]
+    assert len(ids) == 8 and len(set(sections)) == len(sections), ids
