@@ -7,11 +7,11 @@ the member or the provider, filing vs the plan deciding). A sentence, read with 
 heading, title and the products its source applies to, *meets* the question when it states the
 asked kind of value, speaks of what that value is asked of ("the copay for an inpatient stay" is
 not met by the copay for an office visit), and takes no other side of an axis or program the
-question chose (a sentence silent on an axis is the general rule and meets it). `preference` counts the sides
-and programs it names explicitly, so the specific rule beats the general one.
+question chose (a sentence silent on an axis is the general rule and meets it). `preference`
+counts the sides and programs it names explicitly, so the specific rule beats the general one.
 
 The axes are the vocabulary of US health-plan rules, not of one plan's documents; program
-names come from the corpus (the products its sources name). Nothing here names a document.
+names come from the corpus (`policydesk.plan_names`). Nothing here names a document.
 """
 
 from __future__ import annotations
@@ -19,8 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
+from policydesk.plan_names import (
+    Programs,
+    as_programs,
+    plan_acts,
+    program_patterns,
+    programs_named,
+)
 from policydesk.words import STOPWORDS, normalize
 
 # Each axis: its sides, each a pattern for how documents and staff write that side. A side's
@@ -92,7 +98,9 @@ _PHONE = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\
 _NUMBER = re.compile(r"\b\d+\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|thirty)\b",
                      re.IGNORECASE)
 
-# What the question asks for, first match wins. "how much time" is a duration, "how much" an amount.
+# What the question asks for: the first ask in its question clause ("how much is the fee after the filing
+# limit" asks an amount; "late on the premium, how long is the grace period" a duration), ties to the
+# earlier pattern ("how much time" is a duration, "how much" an amount).
 _ASKS: tuple[tuple[str, re.Pattern], ...] = (
     # what a limit runs from ("when does the filing limit start"), not its length: any text may say it
     ("start", re.compile(r"\bwhen\s+(?:does|do|did|will)\s+(?:the\s+|a\s+|my\s+|our\s+)?(?:[\w-]+\s+){0,3}?(?:start|begin|"
@@ -128,6 +136,20 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
                         r"place\s+of\s+service|taxonomy)\b|\b(?:npi|tax\s+id|tin|ein|payer\s+id)\b", re.IGNORECASE)),
     ("count", re.compile(r"\bhow\s+many\b|\bmaximum\s+number\b|\blimit\s+of\s+how\b", re.IGNORECASE)),
 )
+_QUESTION_WORD = re.compile(r"\b(?:how|what|what's|whats|which|when|where|who|whom|whose)\b", re.IGNORECASE)
+
+
+def ask_kind(question: str) -> str:
+    """The kind of value asked: the first ask from where the question clause starts (its first
+    question word; what comes before it is context), else anywhere, else open."""
+    start = m.start() if (m := _QUESTION_WORD.search(question)) else 0
+    for pos in (start, 0):
+        found = [(m.start(), i, k) for i, (k, rx) in enumerate(_ASKS) if (m := rx.search(question, pos))]
+        if found:
+            return min(found)[2]
+    return "open"
+
+
 # A form, code, box or field as documents write it: "CMS-10003", "box 22", "modifier RR", "E0601".
 _CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
                          r"\b[A-Z]\d{4}\b|\b\d{5}\b", re.IGNORECASE)
@@ -138,17 +160,18 @@ _PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|
 # What a value is asked *of*: "the copay for an inpatient stay", "the fax number for the state's
 # dental vendor", "which modifier goes on a claim for a rented CPAP". Up to seven words after the
 # ask's noun and its "for/of/on/to", ending at punctuation or where a new clause starts.
-_OBJECT_AFTER = {
-    "duration": r"(?:limit|deadline|window|time\s*frame|timeframe|tfl)s?",
-    "amount": r"(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|cost|fee|rate|payment|charge)s?",
-    "number": r"(?:fax|phone|telephone|number|line|tty)",
-    "contact": r"(?:e-?mail|address|po\s+box|website|url)",
-    "code": r"(?:form|code|modifier|box|field|taxonomy)s?",
+_OBJECT_AFTER = {  # the ask's noun, and the words that lead to what it is of ("a form to deny" is a purpose)
+    "duration": (r"(?:limit|deadline|window|time\s*frame|timeframe|tfl)s?", "for|of|on|to"),
+    "amount": (r"(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|cost|fee|rate|payment|charge)s?",
+               "for|of|on"),
+    "number": (r"(?:fax|phone|telephone|number|line|tty)", "for|of|to"),
+    "contact": (r"(?:e-?mail|address|po\s+box|website|url)", "for|of|to"),
+    "code": (r"(?:form|code|modifier|box|field|taxonomy)s?", "for|of|on"),
 }
 _OBJECT = {kind: re.compile(
-    rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:for|of|on|to)\s+((?:[\w'-]+\s*){{1,7}}?)"
+    rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:{lead})\s+((?:[\w'-]+\s*){{1,7}}?)"
     r"(?=\s*(?:[?,.;:]|$|\b(?:when|if|under|in|with|at|by|after|before|and|or|that|who|which|is|are|do|does|"
-    r"should|must|we|they)\b))", re.IGNORECASE) for kind, noun in _OBJECT_AFTER.items()}
+    r"should|must|we|they|to)\b))", re.IGNORECASE) for kind, (noun, lead) in _OBJECT_AFTER.items()}
 # "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
 _BENEFIT_ASKED = re.compile(
     r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
@@ -162,104 +185,6 @@ _BENEFIT_COVERED = re.compile(
 # Share of the object's words a passage must use to be speaking of it ("rented CPAP" is spoken of
 # by "CPAP devices are rented"; "inpatient hospital stay" is not by "an office visit").
 OBJECT_SHARE = 2 / 3
-
-
-Programs = Mapping[str, Sequence[str]]  # product name -> the plan's own names for it ("Family Care")
-
-
-def as_programs(programs: Programs | Sequence[str]) -> dict[str, tuple[str, ...]]:
-    if isinstance(programs, Mapping):
-        return {name: tuple(aliases) for name, aliases in programs.items()}
-    return {name: () for name in programs}
-
-
-def program_forms(name: str) -> list[str]:
-    """How staff write a product name: `medicare_advantage` -> 'medicare advantage', 'MA'."""
-    words = [w for w in re.split(r"[_\s-]+", name.strip()) if w]
-    forms = [" ".join(words).lower()]
-    if len(words) > 1:
-        forms.append("".join(w[0] for w in words).upper())
-    return forms
-
-
-def _phrase(text: str) -> str:
-    return r"\b" + r"[\s-]+".join(map(re.escape, text.split())) + r"\b"
-
-
-def _program_patterns(programs: Programs | Sequence[str]) -> dict[str, re.Pattern]:
-    return _compiled(tuple(as_programs(programs).items()))
-
-
-@lru_cache(maxsize=64)
-def _compiled(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, re.Pattern]:
-    """One pattern per program: its spoken name, its acronym in capitals, the plan's names for it
-    (in any case) and those names without the plan's brand word (in their own capitals)."""
-    named = dict(programs)
-    brand = _brand(programs)
-    out = {}
-    for name, aliases in named.items():
-        spoken, *acronym = program_forms(name)
-        alts = [f"(?i:{_phrase(spoken)})"] + [rf"\b{re.escape(a)}\b" for a in acronym]
-        for alias in aliases:
-            alts.append(f"(?i:{_phrase(alias)})")
-            own = " ".join(w for w in alias.split() if w not in brand)
-            if own and own != alias and own[0].isupper():
-                alts.append(_phrase(own))
-        out[name] = re.compile("|".join(alts))
-    return out
-
-
-def _brand(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> set[str]:
-    """The words every one of the plan's program names shares: the plan's own name ("Northwind")."""
-    everyone = [set(a.split()) for _, aliases in programs for a in aliases]
-    return set.intersection(*everyone) if len(everyone) > 1 else set()
-
-
-# The plan as the one who acts, at the start of a clause: "Northwind verifies the coverage within
-# 10 business days", "the plan must decide ...". That is the plan's own clock (the decide side),
-# not the asker's, unless the plan only receives, accepts or demands what the asker sends.
-_GATEKEEPING = (r"(?:is|was|are|receives?|accepts?|requires?|allows?|permits?|gives?|grants?|expects?|counts?|"
-                r"measures?|considers?|denies|deny|treats?|applies|apply|needs?|asks?|waives?|must|may|will|shall|can)\b")
-_PLAN_SUBJECT = (r"(?:^|[,;:]\s+|\b(?:and|then|but|so)\s+)(?:(?i:otherwise|then|also|instead|later),?\s+)?"
-                 r"(?:(?i:the\s+(?:health\s+)?plan){brand})\s+")
-_PLAN_VERB = r"(?:(?:must|will|shall)\s+(?!{gate})[a-z]+\b|(?:(?:also|then|first|only)\s+)?(?!{gate})[a-z]+s\b)"
-
-
-@lru_cache(maxsize=64)
-def _plan_acting(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> re.Pattern:
-    brand = "".join(f"|{re.escape(w)}" for w in sorted(_brand(programs)))
-    return re.compile(_PLAN_SUBJECT.format(brand=brand) + _PLAN_VERB.format(gate=_GATEKEEPING))
-
-
-def plan_acts(text: str, programs: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> bool:
-    """The text has the plan do something on its own clock (see `_PLAN_SUBJECT`)."""
-    return bool(_plan_acting(programs).search(text))
-
-
-# "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
-_LABELLED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){1,3})\s+\(([A-Za-z][A-Za-z ]{1,30})\)")
-
-
-def labelled_names(text: str) -> set[tuple[str, str]]:
-    """(name, label) pairs a text writes as "Name (label)"."""
-    return {(m.group(1), m.group(2).strip()) for m in _LABELLED.finditer(text)}
-
-
-def program_names(labels: Iterable[tuple[str, str]], products: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """The programs a corpus names, each with the plan's names for it: the products its sources
-    name, plus every label of a family of names ("Northwind Choice (commercial)", "Northwind
-    KidsCare (CHIP)") sharing a first word, once one label of that family is a known product."""
-    key = lambda label: "_".join(label.lower().split())  # noqa: E731 - "Medicare Advantage" -> medicare_advantage
-    found: dict[str, set[str]] = {p: set() for p in products}
-    families: dict[str, set[tuple[str, str]]] = {}
-    for name, label in labels:
-        families.setdefault(name.split()[0], set()).add((name, key(label)))
-    for members in families.values():
-        tags = {tag for _, tag in members}
-        if len(tags) > 1 and tags & set(products):
-            for name, tag in members:
-                found.setdefault(tag, set()).add(name)
-    return {p: tuple(sorted(aliases)) for p, aliases in sorted(found.items())}
 
 
 def sides_in(text: str) -> dict[str, set[str]]:
@@ -281,14 +206,14 @@ class Ask:
 
     @classmethod
     def of(cls, question: str, programs: Programs | Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
-        kind = next((k for k, rx in _ASKS if rx.search(question)), "open")
+        kind = ask_kind(question)
         named = sides_in(question)
         sides = {axis: next(iter(found)) for axis, found in named.items() if len(found) == 1}
         if _PLAN_ACTS.search(question) or (_WE_ACT.search(question) and "file" not in named["action"]):
             sides["action"] = "decide"
         # The party axis only qualifies when the question is about who must act ("we're a provider",
         # "a member's appeal"): a question naming both parties chooses neither.
-        patterns = _program_patterns(programs)
+        patterns = program_patterns(programs)
         chosen = {name for name, rx in patterns.items() if rx.search(question)}
         if chosen_program:
             chosen.add(chosen_program)
@@ -378,7 +303,7 @@ def fit(ask: Ask, passage: Passage) -> Fit:
         elif named:
             unmet.append(f"{axis}: {'/'.join(sorted(named))}, not {side}")
     if ask.programs:
-        stated = _programs_named(passage.scope_text, ask.known_programs)
+        stated = programs_named(passage.scope_text, ask.known_programs)
         if passage.products is not None and not (set(passage.products) & ask.programs):
             unmet.append(f"program: source is for {', '.join(passage.products)}")
         elif stated & ask.programs or (passage.products and set(passage.products) & ask.programs):
@@ -415,10 +340,6 @@ def speaks_of(words: frozenset[str], text: str) -> bool:
 def _price_stem(word: str) -> str:
     word = word.lower().replace("-", "")
     return "copay" if word.startswith("copay") else word
-
-
-def _programs_named(text: str, programs: tuple[tuple[str, tuple[str, ...]], ...]) -> set[str]:
-    return {name for name, rx in _compiled(programs).items() if rx.search(text)}
 
 
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}|[A-Z]{2,}\d*|\d{4}-\d+")

@@ -36,7 +36,8 @@ from policydesk.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate
 from policydesk.providers.kinds import is_extractive, is_priced
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
-from policydesk.answerability import names_source, program_names
+from policydesk.answerability import names_source
+from policydesk.plan_names import program_names
 from policydesk.synthesis.answered import NOT_ANSWERED_MESSAGE, check_answered
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes, program_notes

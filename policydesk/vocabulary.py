@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from policydesk.answerability import benefit_asked, labelled_names
+from policydesk.answerability import benefit_asked
+from policydesk.plan_names import labelled_names
 from policydesk.words import STOPWORDS, normalize
 
 # Words of how staff phrase a question rather than of what they ask about.

@@ -4,9 +4,8 @@ file; none is from a corpus."""
 
 from __future__ import annotations
 
-from policydesk.access import clearance_for
-from policydesk.answerability import Ask, Passage, fit, plan_acts
-from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from policydesk.answerability import Ask, Passage, fit
+from policydesk.plan_names import plan_acts
 from policydesk.vocabulary import Vocabulary, unknown_terms
 from tests.factories import chunk
 from tests.test_extractive import answer
@@ -129,12 +128,3 @@ def test_a_question_about_the_trigger_of_a_rule_wants_the_sentence_stating_its_c
     assert ask.kind == "condition"
     assert not fit(ask, Passage("The care team calls the member within 2 days of the referral.")).meets
     assert fit(ask, Passage("A rep refers a member to the care team when the member has 4 ER visits in 3 months.")).meets
-
-
-def test_versions_of_one_section_take_one_retrieval_slot(demo_db, embed_model):
-    # Version resolution puts the version in force in its place, so a second version of the same
-    # section would only push another section out of the top k.
-    retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("rep"), top_k=8)
-    ids = [n.node.node_id for n in retriever.search("What is the timely filing limit for a claim?").nodes]
-    sections = [(i.split(":")[0], *i.split(":")[2:]) for i in ids]
-    assert len(ids) == 8 and len(set(sections)) == len(sections), ids

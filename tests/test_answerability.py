@@ -11,7 +11,8 @@ import yaml
 from sqlalchemy.orm import Session
 
 from policydesk.answer import AskRequest, Claim
-from policydesk.answerability import Ask, Passage, fit, names_source, program_names
+from policydesk.answerability import Ask, Passage, ask_kind, fit, names_source
+from policydesk.plan_names import program_names
 from policydesk.pipeline import build_pipeline
 from policydesk.providers.blocks import passages
 from policydesk.providers.choice import expand_abbreviations
@@ -111,7 +112,7 @@ def test_the_program_named_wins_over_a_higher_scoring_sentence_for_another_progr
 
 
 def _labels(text: str):
-    from policydesk.answerability import labelled_names
+    from policydesk.plan_names import labelled_names
 
     return labelled_names(text)
 
@@ -159,6 +160,14 @@ def test_a_value_asked_of_one_thing_is_not_answered_by_the_value_of_another():
     visits = Passage(sentence="There is no copayment for well-child visits or immunizations.")
     assert Ask.of("which ICD-10 code do we bill for a well-child visit?").kind == "code"
     assert not fit(Ask.of("which ICD-10 code do we bill for a well-child visit?"), visits).meets
+
+
+def test_the_ask_is_read_from_the_question_clause_not_from_its_context():
+    # what the question asks is its first ask from where the question starts; what comes before
+    # it, or a noun later in the clause, is context
+    assert ask_kind("how much is the late fee if a claim comes in after the filing limit") == "amount"
+    assert ask_kind("member is late on their premium, how long is the grace period?") == "duration"
+    assert ask_kind("how much time do we have to file?") == "duration"
 
 
 def test_a_question_naming_what_no_readable_source_mentions_is_not_answered():

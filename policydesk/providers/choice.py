@@ -25,7 +25,8 @@ from typing import Protocol
 
 import numpy as np
 
-from policydesk.answerability import Ask, Passage, Programs, fit, names_source
+from policydesk.answerability import Ask, Passage, fit, names_source
+from policydesk.plan_names import Programs
 from policydesk.providers.blocks import SourceBlock, looks_injected, passages, terms, word_count
 from policydesk.providers.local import VectorCache
 from policydesk.words import STOPWORDS

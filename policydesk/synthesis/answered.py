@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.answerability import Ask, Passage, Programs, fit
+from policydesk.answerability import Ask, Passage, fit
+from policydesk.plan_names import Programs
 from policydesk.providers.blocks import terms
 from policydesk.providers.choice import question_parts
 from policydesk.synthesis.schema import ModelAnswer
