@@ -157,8 +157,11 @@ _NAMED_DOCUMENT = re.compile(
     r"\bthe\s+((?:[A-Za-z][\w'-]*\s+){1,4}?)(?:procedure|policy|manual|guide|guidelines?|bulletin|page|memo|faq|"
     r"article|handbook|playbook|protocol)s?\s+(?:say|says|said|state|states|require|requires|cover|covers)\b", re.I)
 # A capitalised word inside the question, or one in capitals: a name (another payer, a product, a
-# drug) that no paraphrase stands in for.
+# drug) that no paraphrase stands in for. A month or weekday is part of a date, not a name.
 _NAME = re.compile(r"(?<![.?!:]\s)(?<!^)(?<![.?!:])\b([A-Z][a-z]{2,}|[A-Z]{2,6})\b")
+_CALENDAR_WORDS = frozenset("""january february march april may june july august september october november
+    december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
+    saturday sunday mon tue tues wed thu thur thurs fri sat sun""".split())
 # "How quickly must member complaints be reported": what the asked rule happens to.
 _PASSIVE_SUBJECT = re.compile(
     r"\b(?:must|should|can|will|would|could|may|do|does|is|are)\s+(?:the|a|an|their|our|my|his|her)?\s*"
@@ -181,7 +184,7 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
     naming |= {w.lower() for w in benefit_asked(question)}
-    naming |= {m.group(1).lower() for m in _NAME.finditer(question.strip())}
+    naming |= {m.group(1).lower() for m in _NAME.finditer(question.strip())} - _CALENDAR_WORDS
     naming |= {m.group(1).lower() for m in _WHEN_SUBJECT.finditer(question)}
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", question):

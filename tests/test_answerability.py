@@ -178,6 +178,9 @@ def test_a_question_naming_what_no_readable_source_mentions_is_not_answered():
     # a name no source uses, however common the word, and the benefit of a passive coverage question
     assert unknown_terms("How long does a Molina member have to file a claim?", vocabulary) == ["molina"]
     assert unknown_terms("what is Kaiser's timely filing limit", vocabulary) == ["kaiser"]
+    # a month or weekday is part of a date, not a name
+    assert unknown_terms("DOS was Jan 2nd 2025, how long do we have to file the claim?", vocabulary) == []
+    assert unknown_terms("Denial letter dated March 3rd and the visit was on a Monday", vocabulary) == []
     assert "massage" in unknown_terms("Are massage sessions covered?", vocabulary)
     assert unknown_terms("Is prior authorization covered by the filing limit?", vocabulary) == []
     # abbreviations, typos, everyday words and words run together are not unknown
