@@ -10,7 +10,8 @@ English is the whole-word vocabulary of the embedding model's tokenizer: a parap
 plain words ("how far ahead", "my kid") is left to the similarity checks, not refused here,
 except where the plain word is what the question is about (a document it names, what a
 passive question's rule happens to, the benefit a coverage or price question asks about, what a
-when-question asks the time of; such a word is not excused as two everyday words run together):
+when-question asks the time of, a name written capitalised inside the question, months and
+weekdays aside; such a word is not excused as two everyday words run together):
 a subject no readable source names is not the caller's to be answered on, whether it is made
 up or only above their clearance, so both read alike.
 
