@@ -52,6 +52,8 @@ def run(argv=None) -> Path:
     ap.add_argument("variants", nargs="+", help="name[:KEY=VALUE,...] (settings fields)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--no-ask", action="store_true", help="leave out the end-to-end ask stage (its first call "
+                    "derives the topic gate in Python from every readable chunk: too slow at 10^6)")
     settings = get_settings().model_copy(update={"GEMINI_API_KEY": None})
     ap.add_argument("--out", type=Path, default=settings.DATA_DIR / "bench")
     args = ap.parse_args(argv)
@@ -67,7 +69,8 @@ def run(argv=None) -> Path:
         for name, update in variants:
             configured = settings.model_copy(update=update)
             db = open_database(configured, args.database)
-            t = stages.run_stages(db, configured, embed, llm, questions, repetitions=1, today=today, warmup=r == 0)
+            t = stages.run_stages(db, configured, embed, llm, questions, repetitions=1, today=today, warmup=r == 0,
+                                 ask=not args.no_ask)
             for stage, ms in t.ms.items():
                 times[name].ms[stage] += ms
             times[name].ratios += t.ratios

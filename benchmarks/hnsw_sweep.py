@@ -44,6 +44,7 @@ from sqlalchemy import event, text
 
 from policydesk.bench import policy_text, stages
 from policydesk.bench.explain import Capture, explain
+from policydesk.bench.memory import PeakRSS
 from policydesk.bench.recall import bench_cases, exact_top_k, matching_rows, recall_at_k
 from policydesk.config import get_settings
 from policydesk.providers import local_embedding
@@ -57,17 +58,23 @@ from saved import results_path  # noqa: E402
 INDEX = "data_chunks_embedding_hnsw"
 
 
-def _rebuild(db, m: int, efc: int) -> dict:
+def _rebuild(db, m: int, efc: int, maintenance_work_mem: str = "1GB", workers: int | None = None) -> dict:
+    """Drop and rebuild the production HNSW index: build time, size and the server's peak RSS.
+    The graph builds fast only while it fits in maintenance_work_mem (at 10^6 rows, m 32, about
+    2.5 GB); `workers` sets max_parallel_maintenance_workers."""
     t0 = time.perf_counter()
-    with db.owner.begin() as conn:
-        conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
+    with PeakRSS(db) as rss, db.owner.begin() as conn:
+        conn.execute(text("SELECT set_config('maintenance_work_mem', :m, true)"), {"m": maintenance_work_mem})
+        if workers is not None:
+            conn.execute(text("SELECT set_config('max_parallel_maintenance_workers', :w, true)"), {"w": str(workers)})
         conn.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
         conn.execute(text(f"CREATE INDEX {INDEX} ON data_chunks USING hnsw (embedding vector_cosine_ops) "
                           f"WITH (m = {int(m)}, ef_construction = {int(efc)})"))
     build = time.perf_counter() - t0
     with db.owner.connect() as conn:
         size = conn.execute(text(f"SELECT pg_relation_size('{INDEX}')")).scalar_one()
-    return {"build_s": round(build, 1), "index_mb": round(size / 2**20, 1), "loadavg": os.getloadavg()}
+    return {"build_s": round(build, 1), "index_mb": round(size / 2**20, 1), "loadavg": os.getloadavg(),
+            "maintenance_work_mem": maintenance_work_mem, "workers": workers, "server_peak_rss_bytes": rss.peak}
 
 
 def _summary(values: list[float]) -> dict:
@@ -189,6 +196,8 @@ def run(settings, argv=None, embed_model=None) -> Path:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--reference", type=Path, help="file keeping the exact top k (reused when it matches)")
     ap.add_argument("--leave-index", action="store_true", help="leave the last build in place")
+    ap.add_argument("--maintenance-work-mem", default="1GB", help="for the index builds (the graph must fit)")
+    ap.add_argument("--workers", type=int, default=None, help="max_parallel_maintenance_workers for the builds")
     ap.add_argument("--out", type=Path, default=None, help="directory for the JSON (default: DATA_DIR/results/benchmarks)")
     args = ap.parse_args(argv)
 
@@ -225,7 +234,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
         for spec in args.configs.split(","):
             m, efc = (int(x) for x in spec.split(":"))
             for build in range(1, args.builds + 1):
-                entry = {"m": m, "ef_construction": efc, "build": build, **_rebuild(base, m, efc)}
+                entry = {"m": m, "ef_construction": efc, "build": build, **_rebuild(base, m, efc, args.maintenance_work_mem, args.workers)}
                 exact_db = _exact_path_db(settings, args.database)
                 exact_cap = Capture(exact_db.app)
                 n = args.exact_timing_queries
@@ -264,7 +273,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
         if not args.leave_index:
             t1 = time.perf_counter()
             with base.owner.begin() as conn:
-                conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
+                conn.execute(text("SELECT set_config('maintenance_work_mem', :m, true)"), {"m": args.maintenance_work_mem})
                 conn.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
                 conn.execute(text(original))
             print(f"index restored ({original}) in {time.perf_counter() - t1:.0f}s", flush=True)
