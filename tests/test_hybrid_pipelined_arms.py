@@ -9,13 +9,14 @@ import pytest
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
-from llama_index.core.schema import QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from policydesk.access import ROLES, clearance_for
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
-from policydesk.retrievers.hybrid import HybridRetrievalEvent
+from policydesk.retrievers.hybrid import HybridRetrievalEvent, section_key
+from policydesk.retrievers.store import RankingNode, node_from_row
 from policydesk.storage.pipelined import scoped_pipeline
 from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
@@ -60,6 +61,24 @@ def test_one_or_two_connections_return_what_each_arm_returns_alone(role, demo_db
         parts = got.parts
         alone = one.fuse(parts, [(dense_arm.retrieve(p), text_arm.retrieve(p), []) for p in parts], None)
         assert _view(got) == _view(alone), q
+        # the nodes a search returns are the stored nodes the arms return alone, not what fusion ranked
+        assert [n.node.model_dump() for n in got.nodes] == [n.node.model_dump() for n in alone.nodes], q
+        assert all(type(n.node) is TextNode for n in got.nodes), q
+
+
+def test_fusion_ranks_rows_by_what_their_stored_nodes_say(demo_db):
+    """A row stands in for its stored node while the arms' lists are fused and cut: the same id,
+    source type, document and section (`section_key`), for every chunk, and for a row written
+    without LlamaIndex's node metadata."""
+    with demo_db.owner.connect() as conn:
+        rows = conn.execute(text("SELECT node_id, text, metadata_ FROM data_chunks")).all()
+    rows.append(("OTHER:v1:s", "a row written by another tool", {"doc_id": "OTHER", "section_id": "s"}))
+    for node_id, body, metadata in rows:
+        ranked, stored = RankingNode.of(node_id, body, metadata), node_from_row(node_id, body, metadata)
+        assert ranked.node_id == stored.node_id
+        assert ranked.metadata.get("source_type") == stored.metadata.get("source_type")
+        assert section_key(NodeWithScore(node=ranked)) == section_key(NodeWithScore(node=stored)), node_id
+        assert ranked.stored().model_dump() == stored.model_dump()
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -10,7 +10,7 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
                first, then dense; Postgres runs them one after the other)
   arms_two_connections  the same with the dense arm on a second pipelined connection: the two
                backends run the arms side by side (settings.CONCURRENT_ARMS)
-  fusion       RRF + deterministic rerank
+  fusion       RRF + deterministic rerank of the arms' rows, and the stored nodes of those kept
   guard        ClearanceGuard.postprocess_nodes on the fused top k (settings.TOP_K, 8): one read of
                the stored rows by chunk id under the caller's scope (docs/extending.md)
   guard_alone  the same guard calls again after all passes, back to back over the recorded
@@ -152,17 +152,20 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
 
     def one(q: Question, record: bool) -> None:
         clearance = clearance_for(q.role)
+        # As a request's stack builds it (`RequestStack`): the top k counts sections.
         hybrid, hybrid_two = (HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
-                                              text_candidates=settings.TEXT_CANDIDATES, concurrent_arms=two)
+                                              text_candidates=settings.TEXT_CANDIDATES, concurrent_arms=two,
+                                              one_version_per_section=True)
                               for two in (False, True))
         dense_arm, text_arm = hybrid.arms
         emb, t_embed = timed(lambda: embed_model.get_query_embedding(q.text))
         bundle = QueryBundle(q.text, embedding=emb)
-        dense, t_dense = timed(lambda: dense_arm.retrieve(bundle))
-        text_nodes, t_text = timed(lambda: text_arm.retrieve(bundle))
+        _, t_dense = timed(lambda: dense_arm.retrieve(bundle))
+        _, t_text = timed(lambda: text_arm.retrieve(bundle))
         _, t_one = timed(lambda: hybrid.arm_results([bundle]))
-        _, t_two = timed(lambda: hybrid_two.arm_results([bundle]))
-        fused, t_fusion = timed(lambda: hybrid.fuse([q.text], [(dense, text_nodes)], None))
+        (arms, _), t_two = timed(lambda: hybrid_two.arm_results([bundle]))
+        # fusion of what the arms read, with the stored nodes of the rows kept built there
+        fused, t_fusion = timed(lambda: hybrid.fuse([q.text], arms, None))
         guard = ClearanceGuard(engine=db.app, clearance=clearance)  # a fresh report: every node is read
         _, t_guard = timed(lambda: guard.postprocess_nodes(fused.nodes))
         if record:

@@ -39,6 +39,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from policydesk.retrievers.fusion import deterministic_rerank, reciprocal_rank_fusion
 from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig, EmbeddingUnavailable, PermissionScopedRetriever
 from policydesk.retrievers.split import split_question
+from policydesk.retrievers.store import RankingNode, stored_nodes
 from policydesk.retrievers.text import IndexedTextRetriever
 from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.chunk_ids import doc_id_of
@@ -174,7 +175,8 @@ class HybridRetriever(ThreadedRetriever):
         merged: list[NodeWithScore] = []
         for i in range(max((len(r) for r in reranked), default=0)):
             merged.extend(r[i] for r in reranked if i < len(r))
-        nodes = deterministic_rerank_keep_order(merged, self._top_k, key=section_key if self._one_version else None)
+        nodes = stored_nodes(deterministic_rerank_keep_order(
+            merged, self._top_k, key=section_key if self._one_version else None))
         for n in nodes:
             n.node.metadata["retrieval_degraded"] = degraded is not None
         return RetrievalResult(nodes, degraded is not None, degraded, parts, best, counts,
@@ -194,7 +196,8 @@ class HybridRetriever(ThreadedRetriever):
         return embeddings, None
 
     def read_arms(self, bundles: list[QueryBundle], embeddings: list[list[float]]) -> list[tuple[list, list]]:
-        """(dense, text) nodes for each question part; no dense nodes without embeddings."""
+        """(dense, text) nodes for each question part, as `RankingNode`s (`fuse` builds the stored
+        node of each it keeps); no dense nodes without embeddings."""
         with ExitStack() as pipes:
             alone = pipes.enter_context(_search_in_flight())
             text_pipe = pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
@@ -202,8 +205,8 @@ class HybridRetriever(ThreadedRetriever):
             dense_pipe = (pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
                           if self._concurrent and alone and embeddings else text_pipe)
             denses = [dense_pipe.send(*self._dense.statement(e)) for e in embeddings] or [None] * len(bundles)
-        built: dict = {}  # chunk id -> node, shared by both arms' lists
-        return [(self._dense.nodes(d.fetchall(), built) if d else [], self._text.nodes(t.fetchall(), built) if t else [])
+        return [(self._dense.nodes(d.fetchall(), RankingNode.of) if d else [],
+                 self._text.nodes(t.fetchall(), RankingNode.of) if t else [])
                 for d, t in zip(denses, texts)]
 
     def arm_results(self, bundles: list[QueryBundle]) -> tuple[list[tuple[list, list]], str | None]:

@@ -10,12 +10,13 @@ rebuilds the statement each time. `tests/test_hybrid_pipelined_arms.py` pins its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.types import MetadataFilters
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,10 +76,10 @@ class PermissionScopedRetriever(ThreadedRetriever):
         return sql, params | {EMBEDDING_PARAM: to_db(embedding)}
 
     @staticmethod
-    def nodes(rows: list[tuple], built: dict | None = None) -> list[NodeWithScore]:
-        """Rows of `statement` (id, node_id, text, metadata_, distance) as nodes scored by cosine
-        similarity, as PGVectorStore scores them."""
-        return [NodeWithScore(node=node_from_row(node_id, text, metadata, built), score=1 - distance)
+    def nodes(rows: list[tuple], build: Callable[[str, str, dict], TextNode] = node_from_row) -> list[NodeWithScore]:
+        """Rows of `statement` (id, node_id, text, metadata_, distance) as nodes (`build`) scored by
+        cosine similarity, as PGVectorStore scores them."""
+        return [NodeWithScore(node=build(node_id, text, metadata), score=1 - distance)
                 for _, node_id, text, metadata, distance in rows]
 
     def embedding(self, query_bundle: QueryBundle) -> list[float]:

@@ -17,10 +17,11 @@ the question's rarest words (their frequencies summing to at most the cap) are r
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from sqlalchemy import BindParameter, Float, Integer, Select, String, bindparam, column, func, select
 
 from policydesk.retrievers.scoped import TEXT_CANDIDATES, ArmConfig
@@ -81,8 +82,8 @@ class IndexedTextRetriever(ThreadedRetriever):
         return sql, params | {"query": query, "k": c.top_k, "candidates": c.text_candidates}
 
     @staticmethod
-    def nodes(rows: list[tuple], built: dict | None = None) -> list[NodeWithScore]:
-        return [NodeWithScore(node=node_from_row(node_id, text, metadata, built), score=float(rank))
+    def nodes(rows: list[tuple], build: Callable[[str, str, dict], TextNode] = node_from_row) -> list[NodeWithScore]:
+        return [NodeWithScore(node=build(node_id, text, metadata), score=float(rank))
                 for node_id, text, metadata, rank in rows]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

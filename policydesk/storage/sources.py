@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ARRAY, Integer, Row, Select, Text, any_, bindparam, func, select
+from sqlalchemy import ARRAY, Integer, Row, Select, Text, any_, bindparam, cast, func, select
 from sqlalchemy.orm import Session
 
 from policydesk.storage.clearance import Clearance
@@ -49,8 +49,9 @@ def section_versions_statement(clearance: Clearance) -> Select:
     """Every visible version of the sections named by (doc_id, section_id) pairs, given as two
     arrays bound at call time (`doc_ids`, `section_ids`): the rows a version swap may need, in one
     read. Plain-column `= ANY` tests (leakproof, so the index serves them under RLS); the caller
-    drops pairs it did not ask for."""
-    return select(Chunk.doc_id, Chunk.version, Chunk.section_id, Chunk.text, Chunk.metadata_).where(
+    drops pairs it did not ask for. The metadata comes as JSON text, parsed only for a row a swap
+    uses (most rows are the versions not applied)."""
+    return select(Chunk.doc_id, Chunk.version, Chunk.section_id, Chunk.text, cast(Chunk.metadata_, Text)).where(
         Chunk.doc_id == any_(array_param("doc_ids")), Chunk.section_id == any_(array_param("section_ids")),
         access_clause(clearance, Chunk))
 

@@ -9,6 +9,7 @@ access predicate in their own WHERE clause as well.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
@@ -54,11 +55,11 @@ class VersionReads:
     version that applied needs no further read). Nodes are built only for rows asked for."""
 
     versions: dict[str, list[VersionInfo]]
-    section_rows: dict[tuple[str, int, str], tuple[str, dict]]
+    section_rows: dict[tuple[str, int, str], tuple[str, str]]  # -> (text, metadata as JSON text)
 
     def section(self, doc_id: str, version: int, section_id: str) -> TextNode | None:
         row = self.section_rows.get((doc_id, int(version), section_id))
-        return row_to_node(*row) if row is not None else None
+        return row_to_node(row[0], json.loads(row[1])) if row is not None else None
 
 
 class VersionRow(NamedTuple):
