@@ -212,7 +212,8 @@ def run(settings, argv=None, embed_model=None) -> Path:
     base = open_database(settings, args.database)
     cases = bench_cases(base)
     with base.owner.connect() as conn:
-        original = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"), {"i": INDEX}).scalar_one()
+        # None when the index was dropped (a re-laid-out table): then there is nothing to restore
+        original = conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"), {"i": INDEX}).scalar()
         total = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
         filler_kind = conn.execute(text(
             "SELECT CASE WHEN count(*) FILTER (WHERE metadata_->>'title' LIKE 'Synthetic %') > 0 THEN 'noisy' "
@@ -270,7 +271,7 @@ def run(settings, argv=None, embed_model=None) -> Path:
                                                 c["p50_ms"], c["plan"]) for name, c in row["cases"].items()}}),
                           flush=True)
     finally:
-        if not args.leave_index:
+        if not args.leave_index and original:
             t1 = time.perf_counter()
             with base.owner.begin() as conn:
                 conn.execute(text("SELECT set_config('maintenance_work_mem', :m, true)"), {"m": args.maintenance_work_mem})
