@@ -114,10 +114,11 @@ class Settings(BaseSettings):
     HNSW_MAX_SCAN_TUPLES: int = 40000
     # relaxed_order | strict_order | off (pgvector's hnsw.iterative_scan), set with the two above.
     HNSW_ITERATIVE_SCAN: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
-    # Below HNSW_SMALL_BELOW_ROWS chunks, ef_search is HNSW_EF_SEARCH_SMALL (storage/scope.py): a
-    # small table's planner otherwise prefers an exact scan to an ef_search-200 graph walk, and pays
-    # for it. docs/performance.md, "Retrieval at scale", has the measurement.
-    HNSW_SMALL_BELOW_ROWS: int = Field(default=20000, ge=0)
+    # Below HNSW_SMALL_BELOW_ROWS chunks, ef_search is HNSW_EF_SEARCH_SMALL (storage/scope.py), for a
+    # table whose planner prices an exact scan below the ef_search-200 graph walk. Off by default:
+    # with vectors in the row (migration 0020) the graph walk wins at 10^4 on both bench fillers,
+    # and ef_search 100 lost recall on near-duplicates (docs/performance.md, "Retrieval at scale").
+    HNSW_SMALL_BELOW_ROWS: int = Field(default=0, ge=0)
     HNSW_EF_SEARCH_SMALL: int = Field(default=100, ge=1)
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
     # summing to at most about this many rows (migration 0016); below it, results are the uncapped

@@ -156,7 +156,7 @@ def test_a_pipelined_read_runs_under_the_callers_scope_and_the_ann_settings(role
     assert levels.split(",") == list(c.levels) and sensitive == ("on" if c.sensitive else "off")
     with demo_db.owner.connect() as conn:
         rows = conn.exec_driver_sql("SELECT reltuples FROM pg_class WHERE oid = 'data_chunks'::regclass").scalar()
-    small = 0 <= rows < settings.HNSW_SMALL_BELOW_ROWS  # the demo corpus is: ef_search is the small one
+    small = 0 <= rows < settings.HNSW_SMALL_BELOW_ROWS  # off by default: every table takes HNSW_EF_SEARCH
     assert (int(ef_search), scan) == (settings.HNSW_EF_SEARCH_SMALL if small else settings.HNSW_EF_SEARCH,
                                       settings.HNSW_ITERATIVE_SCAN)
     # Rolled back: the scope does not outlive the read on the pooled connection.

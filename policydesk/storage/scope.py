@@ -84,8 +84,8 @@ _HOOKED: "weakref.WeakKeyDictionary[Engine, dict[str, str]]" = weakref.WeakKeyDi
 _SCOPE_OPTION = "policydesk_scope"
 # Below `small_rows` chunks (the planner's row estimate, pg_class.reltuples; unknown, -1, before
 # the first ANALYZE, counts as large) hnsw.ef_search is `ef_small`: the planner prices an HNSW scan
-# by ef_search, and on a small table a large one makes a sequential scan look cheaper, which reads
-# every row's out-of-line (TOAST) vector, many times the pages of the graph walk.
+# by ef_search, and on a small table a large one can make a sequential scan look cheaper than the
+# graph walk it is not (settings.HNSW_SMALL_BELOW_ROWS; 0, off, by default).
 _ANN_SQL = ("set_config('hnsw.iterative_scan', %(scan)s, true), "
             "set_config('hnsw.ef_search', COALESCE((SELECT CASE WHEN reltuples >= 0 AND reltuples < "
             "%(small_rows)s::real THEN %(ef_small)s END FROM pg_class WHERE oid = to_regclass('data_chunks')), "
