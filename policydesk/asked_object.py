@@ -19,7 +19,7 @@ from policydesk.words import STOPWORDS, normalize
 # ask's noun and its "for/of/on/to", ending at punctuation or where a new clause starts.
 _OBJECT_AFTER = {  # the ask's noun, and the words that lead to what it is of ("a form to deny" is a purpose)
     "duration": (r"(?:limit|deadline|window|time\s*frame|timeframe|tfl)s?", "for|of|on|to"),
-    "amount": (r"(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|cost|fee|rate|payment|charge)s?",
+    "amount": (r"(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|cost|fee|rate|payment|charge|pay|paid)s?",
                "for|of|on"),
     "number": (r"(?:fax|phone|telephone|number|line|tty)", "for|of|to"),
     "contact": (r"(?:e-?mail|address|po\s+box|website|url)", "for|of|to"),
@@ -47,6 +47,10 @@ _BENEFIT_COVERED = re.compile(
     r"\b(?:is|are|isn't|aren't)\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?"
     r"[A-Za-z][\w'-]*)\s+(?:still\s+|ever\s+|also\s+)?covered"
     r"(?=\s*(?:[?,.;]|$|\b(?:for|under|by|in|if|when|with|at|on|as)\b))", re.I)
+# "How many speech therapy visits a year are covered": the benefit a count of covered units asks about.
+_BENEFIT_COUNTED = re.compile(
+    r"\bhow\s+many\s+((?:[A-Za-z][\w'-]*\s+){0,2}?[A-Za-z][\w'-]*)\s+(?:(?:a|an|per|each)\s+[a-z]+\s+)?"
+    r"(?:are|is|will\s+be)\s+(?:still\s+|also\s+)?covered\b", re.IGNORECASE)
 # Share of the object's words a passage must use to be speaking of it ("rented CPAP" is spoken of
 # by "CPAP devices are rented"; "inpatient hospital stay" is not by "an office visit").
 OBJECT_SHARE = 2 / 3
@@ -54,7 +58,8 @@ OBJECT_SHARE = 2 / 3
 
 def benefit_asked(question: str) -> list[str]:
     """The words of the benefit a coverage or price question asks about ("gym membership")."""
-    return [w for rx in (_BENEFIT_ASKED, _BENEFIT_COVERED) for m in rx.finditer(question) for w in m.group(1).split()]
+    return [w for rx in (_BENEFIT_ASKED, _BENEFIT_COVERED, _BENEFIT_COUNTED) for m in rx.finditer(question)
+            for w in m.group(1).split()]
 
 
 def object_of(question: str, kind: str, qualifiers: Iterable[re.Pattern]) -> frozenset[str]:

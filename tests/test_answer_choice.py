@@ -213,3 +213,17 @@ def test_a_sentence_for_other_dates_than_the_one_that_applies_is_not_quoted():
     earlier = ModelAnswer.model_validate_json(llm.chat(build_messages(
         "community claim, what's the filing limit?", [section], notes)).message.content)
     assert earlier.answerable and "150 days" in earlier.claims[0].text and "75 days" not in earlier.answer
+
+
+def test_a_price_asked_for_a_service_is_met_only_where_that_service_is_priced():
+    ask = Ask.of("What does Lakeshore pay an in-network lab for a lipid panel?", PROGRAMS)
+    assert ask.kind == "amount" and {"lipid", "panel"} <= ask.object
+    assert not fit(ask, Passage("A purchase billed at more than $800 needs an approval.")).meets
+    assert fit(ask, Passage("A lipid panel is paid at $14 for an in-network lab.")).meets
+
+
+def test_a_count_of_covered_units_names_the_benefit_the_sources_must_mention():
+    vocabulary = Vocabulary.of(["Outpatient therapy visits after the 10th visit need an approval."])
+    assert "hydrotherapy" in unknown_terms("How many hydrotherapy visits a year are covered?", vocabulary)
+    assert unknown_terms("How many therapy visits are covered?", vocabulary) == []
+
