@@ -1,10 +1,9 @@
-"""What a question asks a value *of*: the thing a copay, number, form or deadline is for ("the
-copay for an inpatient stay", "how long do we have to get the first claim in"), or the benefit a
-coverage question asks about, and whether a passage speaks of it.
+"""What a question asks a value *of*: the thing a copay, number, form or limit is for ("the copay
+for an inpatient stay", "what does the plan pay for CPT 97110"), or the benefit a coverage question
+asks about, and whether a passage speaks of it.
 
 A passage that states the asked kind of value about something else does not answer: the copay for
-an office visit is not the copay for an inpatient stay, and a limit to file an appeal is not the
-time to get a claim in. Nothing here names a plan or a document.
+an office visit is not the copay for an inpatient stay. Nothing here names a plan or a document.
 """
 
 from __future__ import annotations
@@ -29,14 +28,6 @@ _OBJECT = {kind: re.compile(
     rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:{lead})\s+((?:[\w'-]+\s*){{1,7}}?)"
     r"(?=\s*(?:[?,.;:]|$|\b(?:when|if|under|in|with|at|by|after|before|and|or|that|who|which|is|are|do|does|"
     r"should|must|we|they|to)\b))", re.IGNORECASE) for kind, (noun, lead) in _OBJECT_AFTER.items()}
-# What a deadline is for: the thing the question's act is done to ("how long do we have to get the
-# first claim in", "the deadline to pay the premium"). A filing limit for an appeal does not answer
-# how long there is to get a claim in.
-_ACTED_ON = re.compile(
-    r"\b(?:have|has|need|needs|take|takes|long|deadline|time|limit|days|hours|months)\s+to\s+(?!be\b)[a-z]+"
-    r"(?:\s+(?:for|in|out|back|up))?\s+(?:(?:a|an|the|their|our|my|his|her|its|this|that)\s+)?"
-    r"((?:[\w'-]+\s+){0,3}?[\w'-]+)(?=\s*(?:[?,.;:]|$|\b(?:in|to|for|from|on|with|by|before|after|within|if|"
-    r"when|at|of|during|so|and|or|once)\b))", re.IGNORECASE)
 # "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
 _BENEFIT_ASKED = re.compile(
     r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
@@ -68,8 +59,6 @@ def object_of(question: str, kind: str, qualifiers: Iterable[re.Pattern]) -> fro
     rx = _OBJECT.get(kind)
     found = rx.search(question) if rx else None
     phrase = found.group(1) if found else " ".join(benefit_asked(question))
-    if not found and kind == "duration" and (acted := _ACTED_ON.search(question)):
-        phrase = acted.group(1).split()[-1]  # its head noun: "the first claim" is a claim
     for pattern in qualifiers:
         phrase = pattern.sub(" ", phrase)
     return frozenset(w.removesuffix("'s") for w in normalize(phrase) if w not in STOPWORDS and len(w) > 2)
