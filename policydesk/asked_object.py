@@ -1,5 +1,5 @@
 """What a question asks a value *of*: the thing a copay, number, form or limit is for ("the copay
-for an inpatient stay", "what does the plan pay for CPT 97110"), or the benefit a coverage question
+for an inpatient stay", "what does the plan pay for a lipid panel"), or the benefit a coverage question
 asks about, and whether a passage speaks of it.
 
 A passage that states the asked kind of value about something else does not answer: the copay for

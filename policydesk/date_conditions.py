@@ -1,5 +1,5 @@
-"""Sentences whose rule holds only for a range of dates: "For dates of service on or after July 1,
-2026, ... within 120 days"; "For dates of service before July 1, 2026 the earlier limit of 180 days
+"""Sentences whose rule holds only for a range of dates: "For dates of service on or after March 1,
+2030, ... within 75 days"; "For dates of service before March 1, 2030 the earlier limit of 150 days
 still applies".
 
 One version of a policy often states both the new rule and the old one it keeps for earlier

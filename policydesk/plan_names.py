@@ -57,7 +57,7 @@ def compiled_programs(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict
 
 def _unmistakable(name: str) -> bool:
     """A name staff may type in lower case without it reading as an ordinary word: several words
-    ("family care") or one made of two ("KidsCare"); a single plain word ("Choice") needs its capital."""
+    ("community care") or one made of two ("TeenCare"); a single plain word ("Select") needs its capital."""
     return len(name.split()) > 1 or any(ch.isupper() for ch in name[1:])
 
 
