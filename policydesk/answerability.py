@@ -17,13 +17,15 @@ names come from the corpus (`policydesk.plan_names`). Nothing here names a docum
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from policydesk.asked_object import object_of, speaks_of
 from policydesk.plan_names import (
     Programs,
     as_programs,
     plan_acts,
+    plan_has_to,
     program_patterns,
     programs_named,
 )
@@ -48,7 +50,13 @@ AXES: dict[str, dict[str, str]] = {
         "secondary": r"\bsecondary\s+(?:claims?|submissions?|bills?|billing)\b",
     },
     "action": {
-        "file": (r"\b(?:file|files|filed|filing|submit|submits|submitted|request|requests|requested|send|sends|sent|"
+        # "request" files only as a verb ("may request a hearing", "to request one"): "a request for
+        # payment is decided" is the plan deciding
+        "file": (r"(?:(?:(?<=\bto\s)|(?<=\bmay\s)|(?<=\bmust\s)|(?<=\bcan\s)|(?<=\bwill\s)|(?<=\bshould\s))"
+                 r"requests?\b|\brequests?(?=\s+(?:a|an|the|one|it|this|that|these|those|their|his|her|its|any|our|"
+                 r"my|your)\b)|(?:(?<=\bthe\s)|(?<=\ba\s))requests?(?=\s+(?:must|should|has\s+to)\s+be\s+"
+                 r"(?:made|filed|sent|submitted)\b))|"
+                 r"\b(?:file|files|filed|filing|submit|submits|submitted|requested|send|sends|sent|"
                  r"ask\s+for|get\s+(?:the|a|an|our|their|it|this|that)?\s*(?:\w+\s+)?(?:claims?|appeals?|requests?|"
                  r"forms?|bills?)\s+(?:to|in)\b)\b"),
         "decide": (r"\b(?:decides?|decided|deciding|decisions?|determinations?|resolves?|resolved|resolution|"
@@ -120,7 +128,7 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         r"\b(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|dollars?|cost|costs|fee|fees|"
         r"(?:allowed|allowable|reimbursement|payment|mileage)\s+(?:amount|rate)|rate\s+(?:for|per))\b|"
         r"\bhow\s+much\s+(?:is|does|do|will|would|can)\b.*\b(?:pay|paid|cost|charge|reimburse\w*|owe)\b|"
-        r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it)\s+pay\b|\bpaid\s+at\s+what\b|\$|"
+        r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it|[A-Z][\w-]+)\s+pay\b|\bpaid\s+at\s+what\b|\$|"
         r"\b(?:what|how\s+much)\s+(?:is|are|was|were)\s+the\s+(?:[\w-]+\s+){0,3}(?:payments?|rates?|premiums?|"
         r"fees?|charges?|interest|amounts?)\b|\binterest\s+rate\b", re.IGNORECASE)),
     ("number", re.compile(
@@ -139,10 +147,19 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
 _QUESTION_WORD = re.compile(r"\b(?:how|what|what's|whats|which|when|where|who|whom|whose)\b", re.IGNORECASE)
 
 
+# A clause opening with an auxiliary verb ("does that restart the deadline?", "will the plan still
+# take a late appeal?") asks yes or no: the deadline or fee it names is its topic, not the value asked.
+_YES_NO = re.compile(r"(?:^|[.?!;:,]\s+|\s[-\u2013\u2014]\s+)(?:do|does|did|is|are|was|were|can|could|will|would|"
+                     r"should|must|may|has|have|had)\b", re.IGNORECASE)
+
+
 def ask_kind(question: str) -> str:
     """The kind of value asked: the first ask from where the question clause starts (its first
-    question word; what comes before it is context), else anywhere, else open."""
-    start = m.start() if (m := _QUESTION_WORD.search(question)) else 0
+    question word; what comes before it is context), else anywhere, else open. A question with no
+    question word whose clause opens with an auxiliary verb asks yes or no: open."""
+    if not (m := _QUESTION_WORD.search(question)) and _YES_NO.search(question.strip()):
+        return "open"
+    start = m.start() if m else 0
     for pos in (start, 0):
         found = [(m.start(), i, k) for i, (k, rx) in enumerate(_ASKS) if (m := rx.search(question, pos))]
         if found:
@@ -157,39 +174,19 @@ _CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\
 _PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge)s?\b",
                      re.IGNORECASE)
 
-# What a value is asked *of*: "the copay for an inpatient stay", "the fax number for the state's
-# dental vendor", "which modifier goes on a claim for a rented CPAP". Up to seven words after the
-# ask's noun and its "for/of/on/to", ending at punctuation or where a new clause starts.
-_OBJECT_AFTER = {  # the ask's noun, and the words that lead to what it is of ("a form to deny" is a purpose)
-    "duration": (r"(?:limit|deadline|window|time\s*frame|timeframe|tfl)s?", "for|of|on|to"),
-    "amount": (r"(?:copay|co-pay|copayment|coinsurance|deductible|premium|price|cost|fee|rate|payment|charge)s?",
-               "for|of|on"),
-    "number": (r"(?:fax|phone|telephone|number|line|tty)", "for|of|to"),
-    "contact": (r"(?:e-?mail|address|po\s+box|website|url)", "for|of|to"),
-    "code": (r"(?:form|code|modifier|box|field|taxonomy)s?", "for|of|on"),
-}
-_OBJECT = {kind: re.compile(
-    rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:{lead})\s+((?:[\w'-]+\s*){{1,7}}?)"
-    r"(?=\s*(?:[?,.;:]|$|\b(?:when|if|under|in|with|at|by|after|before|and|or|that|who|which|is|are|do|does|"
-    r"should|must|we|they|to)\b))", re.IGNORECASE) for kind, (noun, lead) in _OBJECT_AFTER.items()}
-# "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
-_BENEFIT_ASKED = re.compile(
-    r"\b(?:cover|covers|pay\s+for|pays\s+for|reimburse|reimburses|(?:copay|co-pay|copayment|cost|price|fee)s?\s+"
-    r"(?:for|of))\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?[A-Za-z][\w'-]*)"
-    r"(?=\s*(?:[?,.;]|$|\b(?:for|when|if|to|at|with|under|in|on|and|or)\b))", re.I)
-# "Is IVF covered", "are massage sessions covered for ...": the passive form of the same.
-_BENEFIT_COVERED = re.compile(
-    r"\b(?:is|are|isn't|aren't)\s+(?:(?:a|an|the|their|his|her|my|our|any)\s+)?((?:[A-Za-z][\w'-]*\s+){0,2}?"
-    r"[A-Za-z][\w'-]*)\s+(?:still\s+|ever\s+|also\s+)?covered"
-    r"(?=\s*(?:[?,.;]|$|\b(?:for|under|by|in|if|when|with|at|on|as)\b))", re.I)
-# Share of the object's words a passage must use to be speaking of it ("rented CPAP" is spoken of
-# by "CPAP devices are rented"; "inpatient hospital stay" is not by "an office visit").
-OBJECT_SHARE = 2 / 3
-
-
 def sides_in(text: str) -> dict[str, set[str]]:
     """The sides of each axis a text names."""
     return {axis: {side for side, rx in sides.items() if rx.search(text)} for axis, sides in _AXIS_RE.items()}
+
+
+def names_a_side(word: str) -> bool:
+    """The word on its own names a side of some axis ("OON", "resubmitted", "urgent")."""
+    return any(rx.search(word) for sides in _AXIS_RE.values() for side, rx in sides.items()
+               if side not in _PARTY_SIDES)
+
+
+_PARTY_SIDES = frozenset(AXES["party"])
+_SIDE_PATTERNS = tuple(rx for sides in _AXIS_RE.values() for rx in sides.values())
 
 
 @dataclass(frozen=True)
@@ -209,7 +206,9 @@ class Ask:
         kind = ask_kind(question)
         named = sides_in(question)
         sides = {axis: next(iter(found)) for axis, found in named.items() if len(found) == 1}
-        if _PLAN_ACTS.search(question) or (_WE_ACT.search(question) and "file" not in named["action"]):
+        known = tuple(as_programs(programs).items())
+        if _PLAN_ACTS.search(question) or plan_has_to(question, known) or (
+                _WE_ACT.search(question) and "file" not in named["action"]):
             sides["action"] = "decide"
         # The party axis only qualifies when the question is about who must act ("we're a provider",
         # "a member's appeal"): a question naming both parties chooses neither.
@@ -219,7 +218,7 @@ class Ask:
             chosen.add(chosen_program)
         priced = _PRICED.search(question) if kind == "amount" else None
         return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(as_programs(programs).items()),
-                   priced=_price_stem(priced.group(1)) if priced else None, object=_object_of(question, kind, patterns),
+                   priced=_price_stem(priced.group(1)) if priced else None, object=object_of(question, kind, [*patterns.values(), *_SIDE_PATTERNS]),
                    asker_files=sides.get("action") == "file" and bool(_ASKER_ACTS.search(question)))
 
     def value_stated(self, text: str) -> bool:
@@ -311,30 +310,6 @@ def fit(ask: Ask, passage: Passage) -> Fit:
         elif stated:
             unmet.append(f"program: {', '.join(sorted(stated))}, not {', '.join(sorted(ask.programs))}")
     return Fit(not unmet, tuple(unmet), frozenset(explicit))
-
-
-def benefit_asked(question: str) -> list[str]:
-    """The words of the benefit a coverage or price question asks about ("gym membership")."""
-    return [w for rx in (_BENEFIT_ASKED, _BENEFIT_COVERED) for m in rx.finditer(question) for w in m.group(1).split()]
-
-
-def _object_of(question: str, kind: str, programs: Mapping[str, re.Pattern]) -> frozenset[str]:
-    """The folded content words of what the asked value is of (or the benefit a coverage question
-    asks about), without the programs and sides the question names (a sentence silent on those is the general rule, so it need not use them)."""
-    rx = _OBJECT.get(kind)
-    found = rx.search(question) if rx else None
-    phrase = found.group(1) if found else " ".join(benefit_asked(question))
-    for pattern in [*programs.values(), *(p for sides in _AXIS_RE.values() for p in sides.values())]:
-        phrase = pattern.sub(" ", phrase)
-    return frozenset(w.removesuffix("'s") for w in normalize(phrase) if w not in STOPWORDS and len(w) > 2)
-
-
-def speaks_of(words: frozenset[str], text: str) -> bool:
-    """The text uses most of the words (OBJECT_SHARE), a word counting when a text word starts with
-    it or it with a text word ("auth" for "authorization")."""
-    used = set(normalize(text))
-    hits = sum(any(u.startswith(w) or (len(u) >= 4 and w.startswith(u)) for u in used) for w in words)
-    return hits >= OBJECT_SHARE * len(words)
 
 
 def _price_stem(word: str) -> str:

@@ -38,7 +38,8 @@ def program_patterns(programs: Programs | Sequence[str]) -> dict[str, re.Pattern
 @lru_cache(maxsize=64)
 def compiled_programs(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, re.Pattern]:
     """One pattern per program: its spoken name, its acronym in capitals, the plan's names for it
-    (in any case) and those names without the plan's brand word (in their own capitals)."""
+    (in any case) and those names without the plan's brand word (in their own capitals, or in any
+    case when the name cannot be mistaken for an ordinary word)."""
     named = dict(programs)
     brand = brand_words(programs)
     out = {}
@@ -49,9 +50,15 @@ def compiled_programs(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict
             alts.append(f"(?i:{_phrase(alias)})")
             own = " ".join(w for w in alias.split() if w not in brand)
             if own and own != alias and own[0].isupper():
-                alts.append(_phrase(own))
+                alts.append(f"(?i:{_phrase(own)})" if _unmistakable(own) else _phrase(own))
         out[name] = re.compile("|".join(alts))
     return out
+
+
+def _unmistakable(name: str) -> bool:
+    """A name staff may type in lower case without it reading as an ordinary word: several words
+    ("community care") or one made of two ("TeenCare"); a single plain word ("Select") needs its capital."""
+    return len(name.split()) > 1 or any(ch.isupper() for ch in name[1:])
 
 
 def brand_words(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> set[str]:
@@ -79,6 +86,17 @@ def _plan_acting(programs: tuple[tuple[str, tuple[str, ...]], ...]) -> re.Patter
 def plan_acts(text: str, programs: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> bool:
     """The text has the plan do something on its own clock (see `_PLAN_SUBJECT`)."""
     return bool(_plan_acting(programs).search(text))
+
+
+def plan_has_to(question: str, programs: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> bool:
+    """The question asks about the plan's own clock by the plan's name ("how long does Northwind
+    have to pay"), in whatever case staff type it."""
+    brand = sorted(brand_words(programs))
+    if not brand:
+        return False
+    names = "|".join(map(re.escape, brand))
+    return bool(re.search(rf"\b(?:{names})(?:'s)?\s+(?:have|has|get|gets|must|need|needs|take|takes)\s+to\b",
+                          question, re.IGNORECASE))
 
 
 # "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.

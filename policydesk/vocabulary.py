@@ -27,7 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from policydesk.answerability import benefit_asked
+from policydesk.answerability import names_a_side
+from policydesk.asked_object import benefit_asked
 from policydesk.plan_names import labelled_names
 from policydesk.words import STOPWORDS, normalize
 
@@ -82,6 +83,20 @@ def _within_one_edit(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1:]
 
 
+def run_initials(tokens: Iterable[str]) -> set[str]:
+    """Initials of every run of 2-5 folded tokens, hyphenated ones split ("out-of-network" -> out,
+    of, network), with and without the stopwords: "prior authorization" -> pa; "explanation of
+    benefits" -> eob."""
+    parts = [p for t in tokens for p in t.split("-") if p]
+    content = [t for t in parts if t not in STOPWORDS]
+    out: set[str] = set()
+    for run in (content, parts):
+        for n in range(_ACRONYM_MIN, _ACRONYM_MAX + 1):
+            for i in range(len(run) - n + 1):
+                out.add("".join(t[0] for t in run[i:i + n]))
+    return out
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     words: frozenset[str]  # folded words of every readable title, heading and text
@@ -119,12 +134,7 @@ class Vocabulary:
             tokens = normalize(text)
             words.update(tokens)
             words.update(part for t in tokens if "-" in t for part in t.split("-") if part)
-            parts = [p for t in tokens for p in t.split("-") if p]  # "out-of-network" -> out, of, network
-            content = [t for t in parts if t not in STOPWORDS]
-            for run in (content, parts):  # "prior authorization" -> pa; "explanation of benefits" -> eob
-                for n in range(_ACRONYM_MIN, _ACRONYM_MAX + 1):
-                    for i in range(len(run) - n + 1):
-                        initials.add("".join(t[0] for t in run[i:i + n]))
+            initials |= run_initials(tokens)
         return cls(frozenset(words), frozenset(initials), frozenset(labels))
 
     def knows(self, word: str) -> bool:
@@ -134,6 +144,8 @@ class Vocabulary:
         lower = word.lower()
         folded = _fold(lower)
         if folded in self.words or lower in self.words or self._abbreviates(lower):
+            return True
+        if lower.endswith("s") and self._abbreviates(lower[:-1]):  # a plural abbreviation ("copays", "auths")
             return True
         if _ACRONYM_MIN <= len(lower) <= _ACRONYM_MAX and lower in self.initials:
             return True
@@ -180,7 +192,9 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     (no readable source could be called "the fitness referral procedure"), what a passive
     question's rule happens to ("how quickly must member compliments be reported"), the
     benefit a coverage or price question asks about ("does the plan cover a gym membership",
-    "is IVF covered") and a name ("Kaiser's filing limit")."""
+    "is IVF covered") and a name ("Kaiser's filing limit"). A word that names a side of a rule's
+    axis ("OON", "resubmit", "expedited") is a qualifier the answerability check reads, however
+    the sources spell that side, not a subject they must mention."""
     common = everyday_words()
     naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
@@ -195,7 +209,7 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
             continue
         parts = [p for p in lower.split("-") if p]
         everyday = all(p in common or p.removesuffix("s") in common for p in parts)
-        if (everyday and lower not in naming) or _CONTRACTION.match(lower):
+        if (everyday and lower not in naming) or _CONTRACTION.match(lower) or names_a_side(word):
             continue
         # an everyday word is no compound, and what the question is about must be the sources' own word
         run_together = not everyday and lower not in naming and vocabulary.knows_compound(lower)

@@ -4,8 +4,15 @@ file; none is from a corpus."""
 
 from __future__ import annotations
 
-from policydesk.answerability import Ask, Passage, fit
+from datetime import date
+
+from policydesk.answerability import Ask, Passage, ask_kind, fit, sides_in
+from policydesk.asked_object import speaks_of
+from policydesk.date_conditions import leaves_out
 from policydesk.plan_names import plan_acts
+from policydesk.providers.extractive import ExtractiveAnswerer
+from policydesk.synthesis.prompt import build_messages, date_notes
+from policydesk.synthesis.schema import ModelAnswer
 from policydesk.vocabulary import Vocabulary, unknown_terms
 from tests.factories import chunk
 from tests.test_extractive import answer
@@ -128,3 +135,85 @@ def test_a_question_about_the_trigger_of_a_rule_wants_the_sentence_stating_its_c
     assert ask.kind == "condition"
     assert not fit(ask, Passage("The care team calls the member within 2 days of the referral.")).meets
     assert fit(ask, Passage("A rep refers a member to the care team when the member has 4 ER visits in 3 months.")).meets
+
+
+# --- rules measured on a probe of new rep-style questions (evals/corpus_manual/answerable_dev.yaml) ---
+
+def test_a_yes_no_question_naming_a_deadline_is_not_asking_for_one():
+    assert ask_kind("we mailed the grievance a week late. will it still be looked at?") == "open"
+    assert ask_kind("the rebill bounced back, does that reset the deadline?") == "open"
+    assert ask_kind("can the review be extended, and by how many days?") == "duration"
+    section = chunk("RBL:v1:rebills", "A rebill must be received within 75 days of the remittance date. "
+                    "A rebill sent back for missing fields keeps its original deadline; returning it does not reset "
+                    "the clock.", title="Rebills", section="Deadlines")
+    result = answer("our rebill was sent back for missing fields. does that reset the deadline?", [section])
+    assert result.answerable and "does not reset" in result.claims[0].text
+
+
+def test_a_request_as_a_noun_is_the_plan_deciding_not_the_asker_filing():
+    assert sides_in("A request for reimbursement is decided within 45 calendar days.")["action"] == {"decide"}
+    assert sides_in("The member may request a hearing within 20 days.")["action"] == {"file"}
+    assert sides_in("the request must be made within 10 days of the admission")["action"] == {"file"}
+    ask = Ask.of("out of network doctor, how long to get the first bill in?")
+    assert not fit(ask, Passage("A request for reimbursement is decided within 45 calendar days.")).meets
+
+
+def test_an_acronym_asked_about_is_spoken_of_by_the_words_it_is_the_initials_of():
+    assert speaks_of(frozenset({"ire"}), "the case goes to the Independent Review Entity automatically")
+    assert not speaks_of(frozenset({"ire"}), "the case is closed")
+    assert not speaks_of(frozenset({"tab"}), "the team adds balances")  # an everyday word is not initials
+
+
+def test_the_plan_named_by_its_brand_having_to_act_is_the_decide_side():
+    ask = Ask.of("how many days does lakeshore have to pay a clean bill?", PROGRAMS)
+    assert ask.sides["action"] == "decide"
+    assert not fit(ask, Passage("A participating provider must submit a bill within 90 days of the service.")).meets
+    assert Ask.of("What does Lakeshore pay an in-network lab for a panel?", PROGRAMS).kind == "amount"
+
+
+def test_a_program_name_typed_in_lower_case_still_names_the_program():
+    programs = {"medicaid": ("Lakeshore Community Care",), "chip": ("Lakeshore TeenCare",),
+                "commercial": ("Lakeshore Select",)}
+    assert Ask.of("teencare claim, what's the filing limit", programs).programs == frozenset({"chip"})
+    assert Ask.of("community care member wants to appeal, how long?", programs).programs == frozenset({"medicaid"})
+    # one plain word keeps its capital: "select" in lower case is the verb
+    assert Ask.of("which form do I select for an appeal?", programs).programs == frozenset()
+
+
+def test_a_qualifier_spelled_otherwise_than_the_sources_and_a_plural_abbreviation_are_known():
+    vocabulary = Vocabulary.of(["A non-participating provider may ask for a review within 30 days.",
+                                "A copayment of $10 applies to each office visit; a corrected bill uses code 7."])
+    assert unknown_terms("we're OON, how long to ask for a review?", vocabulary) == []
+    assert unknown_terms("how long do we have to resubmit?", vocabulary) == []
+    assert unknown_terms("are there copays for office visits?", vocabulary) == []
+    assert unknown_terms("what's Tricare's limit for a review?", vocabulary) == ["tricare"]
+
+
+def test_a_sentence_for_other_dates_than_the_one_that_applies_is_not_quoted():
+    new = "For dates of service on or after March 1, 2026, a claim must be received within 75 days."
+    old = "For dates of service before March 1, 2026 the earlier limit of 150 days still applies."
+    assert leaves_out(old, (), date(2026, 3, 1)) and not leaves_out(new, (), date(2026, 3, 1))
+    assert leaves_out(new, (date(2026, 2, 10),), None) and not leaves_out(old, (date(2026, 2, 10),), None)
+    section = chunk("TFL:v2:limits", f"(c) Community members. {old} {new}", title="Claim Deadlines",
+                    section="Limits", effective_from="2026-03-01")
+    today = answer("community claim, what's the filing limit?", [section])
+    assert today.answerable and "75 days" in today.claims[0].text and "150" not in today.answer
+    llm = ExtractiveAnswerer()
+    notes = date_notes({"date_of_service": "2026-02-10"})
+    earlier = ModelAnswer.model_validate_json(llm.chat(build_messages(
+        "community claim, what's the filing limit?", [section], notes)).message.content)
+    assert earlier.answerable and "150 days" in earlier.claims[0].text and "75 days" not in earlier.answer
+
+
+def test_a_price_asked_for_a_service_is_met_only_where_that_service_is_priced():
+    ask = Ask.of("What does Lakeshore pay an in-network lab for a lipid panel?", PROGRAMS)
+    assert ask.kind == "amount" and {"lipid", "panel"} <= ask.object
+    assert not fit(ask, Passage("A purchase billed at more than $800 needs an approval.")).meets
+    assert fit(ask, Passage("A lipid panel is paid at $14 for an in-network lab.")).meets
+
+
+def test_a_count_of_covered_units_names_the_benefit_the_sources_must_mention():
+    vocabulary = Vocabulary.of(["Outpatient therapy visits after the 10th visit need an approval."])
+    assert "hydrotherapy" in unknown_terms("How many hydrotherapy visits a year are covered?", vocabulary)
+    assert unknown_terms("How many therapy visits are covered?", vocabulary) == []
+

@@ -9,9 +9,10 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from datetime import date
 
 from policydesk.detectors import find_claim_decision_language
-from policydesk.synthesis.prompt import CHOSEN_PROGRAM_NOTE, PROGRAMS_NOTE, unescape_data
+from policydesk.synthesis.prompt import CHOSEN_PROGRAM_NOTE, DATE_NOTE, PROGRAMS_NOTE, unescape_data
 
 _SOURCE_BLOCK = re.compile(r"<source ([^>]*)>\n(.*?)\n</source>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
@@ -76,15 +77,36 @@ def parse_prompt(prompt: str) -> tuple[str, list[SourceBlock]]:
 
 
 def _note_pattern(template: str, field: str) -> re.Pattern:
-    head, tail = template.split("{" + field + "}")
-    return re.compile(r"^- " + re.escape(head) + r"(.+?)" + re.escape(tail) + r"$", re.MULTILINE)
+    """A note line made from `template`, capturing `field`; its other fields match any text."""
+    head, tail = (re.sub(r"\\\{\w+\\\}", ".+?", re.escape(part)) for part in template.split("{" + field + "}"))
+    return re.compile(r"^- " + head + r"(.+?)" + tail + r"$", re.MULTILINE)
 
 
 _PROGRAMS = _note_pattern(PROGRAMS_NOTE, "names")
+_DATE = _note_pattern(DATE_NOTE, "date")
 _CHOSEN = _note_pattern(CHOSEN_PROGRAM_NOTE, "name")
 
 
 _NAMED_PROGRAM = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$")
+
+
+def prompt_dates(prompt: str) -> tuple[date, ...]:
+    """The dates a rendered user turn's notes say versions were resolved for."""
+    notes = prompt.split("<notes>", 1)[1].split("</notes>", 1)[0] if "<notes>" in prompt else ""
+    found = []
+    for m in _DATE.finditer(notes):
+        if iso := re.search(r"\d{4}-\d{2}-\d{2}$", m.group(1).strip()):
+            try:
+                found.append(date.fromisoformat(iso.group(0)))
+            except ValueError:
+                continue
+    return tuple(found)
+
+
+def in_force_from(block: SourceBlock) -> date | None:
+    """The day the block's version came into force ("2026-07-01 to open")."""
+    m = re.match(r"\s*(\d{4}-\d{2}-\d{2})", block.in_force)
+    return date.fromisoformat(m.group(1)) if m else None
 
 
 def prompt_programs(prompt: str) -> tuple[dict[str, tuple[str, ...]], str | None]:

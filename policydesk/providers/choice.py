@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import date
 from typing import Protocol
 
 import numpy as np
 
 from policydesk.answerability import Ask, Passage, fit, names_source
+from policydesk.date_conditions import leaves_out
 from policydesk.plan_names import Programs
-from policydesk.providers.blocks import SourceBlock, looks_injected, passages, terms, word_count
+from policydesk.providers.blocks import SourceBlock, in_force_from, looks_injected, passages, terms, word_count
 from policydesk.providers.local import VectorCache
 from policydesk.words import STOPWORDS
 
@@ -243,8 +245,9 @@ class SentenceChooser:
         return [_unit(v) for v in self._cache.embed(texts)]
 
     def choose(self, question: str, blocks: list[SourceBlock], programs: Programs | Sequence[str] = (),
-               chosen_program: str | None = None) -> list[Candidate]:
-        """The sentences to quote, in answer order: per question part its best, then close other policies."""
+               chosen_program: str | None = None, dates: Sequence[date] = ()) -> list[Candidate]:
+        """The sentences to quote, in answer order: per question part its best, then close other policies.
+        `dates`: the dates versions were resolved for (none: today)."""
         quotable = [(b, s, text, lead) for b, block in enumerate(blocks)
                     for s, (text, lead) in enumerate(passages(block.text, (block.title, block.section)))
                     if word_count(text) >= 3 and not looks_injected(text)]
@@ -267,7 +270,7 @@ class SentenceChooser:
         for part in question_parts(question):
             part_ask = Ask.of(part, programs, chosen_program)
             ask = replace(part_ask, programs=part_ask.programs | whole.programs)
-            ranked = self._rank(expand_abbreviations(part, texts), blocks, quotable, vectors, ask, named)
+            ranked = self._rank(expand_abbreviations(part, texts), blocks, quotable, vectors, ask, named, dates)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
                 continue
             best = self._binding(ranked, blocks)
@@ -299,14 +302,16 @@ class SentenceChooser:
                 return c
         return best
 
-    def _rank(self, part: str, blocks, quotable, vectors, ask: Ask, named: set[str]) -> list[Candidate]:
+    def _rank(self, part: str, blocks, quotable, vectors, ask: Ask, named: set[str],
+              dates: Sequence[date] = ()) -> list[Candidate]:
         """The sentences that meet the part's ask, best first."""
         q = _unit(self._model.get_query_embedding(part))
         wanted = terms(part)
         codes = {c.lower() for c in _CODE.findall(part) if not _YEAR.match(c)}
         wants_value = bool(_ASKS_FOR_VALUE.search(part))
         wants_change = bool(_ASKS_CHANGE.search(part))
-        wants_new = bool(_ASKS_NEW.search(part)) and not _ASKS_OLD.search(part)
+        wants_old = bool(_ASKS_OLD.search(part))
+        wants_new = bool(_ASKS_NEW.search(part)) and not wants_old
         asked_numbers = numbers_in(part)
         fits = [fit(ask, Passage(sentence=text, lead_in=lead, heading=blocks[b].heading, products=blocks[b].products))
                 for b, _, text, lead in quotable]
@@ -317,6 +322,8 @@ class SentenceChooser:
         for (b, s, text, lead), vector, verdict, scoped in zip(quotable, vectors, fits, scoped_terms, strict=True):
             block = blocks[b]
             if not verdict.meets or (wants_new and _TELLS_KEPT.search(text)):  # what is kept is not the new rule
+                continue
+            if not wants_old and leaves_out(text, dates, in_force_from(block)):  # a rule for other dates
                 continue
             similarity = max(float(np.dot(q, v)) for v in vector)
             overlap = len(wanted & scoped) / len(wanted) if wanted else 0.0

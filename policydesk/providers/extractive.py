@@ -20,7 +20,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field, PrivateAttr
 
 from policydesk.answer import Claim
-from policydesk.providers.blocks import SourceBlock, parse_prompt, prompt_programs
+from policydesk.providers.blocks import SourceBlock, parse_prompt, prompt_dates, prompt_programs
 from policydesk.providers.choice import SentenceChooser
 from policydesk.providers.kinds import EXTRACTIVE
 from policydesk.synthesis.schema import ModelAnswer
@@ -44,7 +44,7 @@ def extract_answer(prompt: str, chooser: SentenceChooser) -> ModelAnswer:
     if not blocks:
         return ModelAnswer(answerable=False, answer="", insufficient_evidence_reason=NO_SOURCES_REASON)
     programs, chosen_program = prompt_programs(prompt)
-    chosen = chooser.choose(question, blocks, programs, chosen_program)
+    chosen = chooser.choose(question, blocks, programs, chosen_program, prompt_dates(prompt))
     if not chosen:
         return ModelAnswer(answerable=False, answer="", insufficient_evidence_reason=NO_OVERLAP_REASON)
     # Consecutive quotes from one block share its label; the order stays the question's order.

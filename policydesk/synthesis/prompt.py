@@ -81,10 +81,12 @@ def in_force_label(effective_from: str | None, effective_to: str | None) -> str:
         return f"{effective_from} to {effective_to}"
 
 
+DATE_NOTE = "The staff member entered a {basis} of {date}; versions were resolved for it."
+
+
 def date_notes(dates: dict[str, object]) -> list[str]:
     """The notes that tell the model which dates versions were resolved for (basis -> date)."""
-    return [f"The staff member entered a {basis_label(b)} of {d}; versions were resolved for it."
-            for b, d in dates.items() if d]
+    return [DATE_NOTE.format(basis=basis_label(b), date=d) for b, d in dates.items() if d]
 
 
 PROGRAMS_NOTE = "Lines of business the plan's sources name: {names}."
