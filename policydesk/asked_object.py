@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from policydesk.words import STOPWORDS, normalize
+from policydesk.words import STOPWORDS, everyday_words, normalize, run_initials
 
 # What a value is asked *of*: "the copay for an inpatient stay", "the fax number for the state's
 # dental vendor", "which modifier goes on a claim for a rented CPAP". Up to seven words after the
@@ -68,11 +68,6 @@ def speaks_of(words: frozenset[str], text: str) -> bool:
     """The text uses most of the words (OBJECT_SHARE), a word counting when a text word starts with
     it or it with a text word ("auth" for "authorization"), or when, not being an everyday word,
     it is the initials of words the text runs together ("qio": "Quality Improvement Organization")."""
-    from policydesk.vocabulary import (  # the vocabulary reads questions with this module
-        everyday_words,
-        run_initials,
-    )
-
     tokens = normalize(text)
     used = set(tokens)
     # an everyday word ("fee") is never read as initials ("for each enrollee")

