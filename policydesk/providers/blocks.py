@@ -90,11 +90,15 @@ _CHOSEN = _note_pattern(CHOSEN_PROGRAM_NOTE, "name")
 _NAMED_PROGRAM = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$")
 
 
+def _notes(prompt: str) -> str:
+    """The notes section of a rendered user turn (empty when it has none)."""
+    return prompt.split("<notes>", 1)[1].split("</notes>", 1)[0] if "<notes>" in prompt else ""
+
+
 def prompt_dates(prompt: str) -> tuple[date, ...]:
     """The dates a rendered user turn's notes say versions were resolved for."""
-    notes = prompt.split("<notes>", 1)[1].split("</notes>", 1)[0] if "<notes>" in prompt else ""
     found = []
-    for m in _DATE.finditer(notes):
+    for m in _DATE.finditer(_notes(prompt)):
         if iso := re.search(r"\d{4}-\d{2}-\d{2}$", m.group(1).strip()):
             try:
                 found.append(date.fromisoformat(iso.group(0)))
@@ -112,7 +116,7 @@ def in_force_from(block: SourceBlock) -> date | None:
 def prompt_programs(prompt: str) -> tuple[dict[str, tuple[str, ...]], str | None]:
     """The programs a rendered user turn's notes name (with the plan's names for each), and the
     one the asker chose."""
-    notes = prompt.split("<notes>", 1)[1].split("</notes>", 1)[0] if "<notes>" in prompt else ""
+    notes = _notes(prompt)
     listed = _PROGRAMS.search(notes)
     chosen = _CHOSEN.search(notes)
     programs: dict[str, tuple[str, ...]] = {}

@@ -39,10 +39,10 @@ _RANKED_BY = ("source_type", "section_id")
 
 
 class RankingNode(TextNode):
-    """A chunk row as fusion ranks it: its id, text and the few metadata keys ranking reads,
-    with the row kept to build the stored node (`node_from_row`, most of a row's cost: its JSON
-    is parsed twice) only for a row that stays. The arms return 20 rows each and a request
-    keeps 8."""
+    """A chunk row as fusion ranks it: its id and the few metadata keys ranking reads, with the
+    row's text and metadata kept to build the stored node (`node_from_row`, most of a row's cost:
+    its JSON is parsed twice) only for a row that stays. The arms return 20 rows each and a
+    request keeps 8."""
 
     _row: tuple[str, dict] = PrivateAttr()
 

@@ -6,7 +6,7 @@ k. With the types' defaults a 384-d vector (1.5 kB) is stored out of line, so ea
 costs a TOAST look-up. The exact plan of a narrow filter visits every row the filter admits: at
 10^4 chunks the restricted filter's scan of 1,123 rows read 3,789 buffers; with both columns in
 the row (metadata compressed, about 0.9 kB) it read 514, and the text went to the TOAST table
-instead (docs/performance.md, "Chunk rows").
+instead (docs/performance.md, "Near-duplicates and 10^6").
 
 Rows written before this keep their layout until the table is rewritten: `VACUUM FULL
 data_chunks` (it rebuilds every index, the HNSW one too, so it is a maintenance-window job on a
