@@ -51,6 +51,17 @@ def _database(db) -> tuple[str, str]:
     return OK, OK if current == head else f"at {current or 'no revision'}, this code expects {head}"
 
 
+def _topic_terms(db) -> str:
+    """Every chunk change is counted in the topic gate's terms: one that is not (a bulk load
+    since start-up) does not gate its subject yet. A restart or the next ingest counts it."""
+    try:
+        with db.app.connect() as conn:
+            pending = conn.execute(text("SELECT policydesk_topic_terms_pending()")).scalar_one()
+    except Exception as exc:  # noqa: BLE001
+        return f"not checked ({exc.__class__.__name__})"
+    return OK if not pending else f"{pending} chunk changes not counted yet (restart, or ingest, to count them)"
+
+
 def _pipeline(pipeline) -> tuple[str, str]:
     """(embedding_model, refusal_gate): the model loaded, the gate's intent classifier fitted."""
     if pipeline is None:
@@ -75,6 +86,8 @@ def readiness(db, pipeline) -> Readiness:
     database, migrations = _database(db)
     model, gate = _pipeline(pipeline)
     checks = {"database": database, "migrations": migrations}
+    if database == OK and migrations == OK:
+        checks["topic_terms"] = _topic_terms(db)
     if getattr(db, "replica", None) is not None:
         checks["replica"] = _replica(db.replica)
     return Readiness(checks | {"embedding_model": model, "refusal_gate": gate})

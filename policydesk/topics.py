@@ -5,7 +5,7 @@ subject that only documents above the caller's clearance talk about. The subject
 those documents themselves:
 
 - every 2-3 word phrase of their titles and section headings, and
-- every 2-3 word phrase that recurs (2+ times) in their text,
+- every 2-3 word phrase that a version's text uses twice or more,
 
 kept only when the phrase appears nowhere in any text, title or heading the caller may read,
 and has at least one word that is rare in what the caller may read (in at most one section),
@@ -18,117 +18,66 @@ Investigations Unit Fraud Referral Procedure" gates "fraud referral" for a role 
 read it and that no permitted document mentions. A new restricted policy is gated as soon as
 it is ingested, with no code change; a role that may read it is never gated by it.
 
-Where the terms come from (choice recorded in docs/refusal.md): they are derived in memory
-from the `document_versions` and `data_chunks` rows that ingest already writes under row-level
-security, read through the application engine inside an explicit all-levels scope that only
-this module opens; nothing new is stored, so no migration and no second copy of restricted text
-to keep in step. The derived phrases never leave the process: the gate answers yes or no, and
-the refusal is byte-identical to any other out-of-scope refusal, so it does not reveal that a
-restricted document exists. The cache is rebuilt when the corpus changes (a cheap signature
-query, at most every `max_age_seconds`).
+Where the terms come from (docs/refusal.md): ingest counts them per clearance bucket as it
+writes chunks (`topic_terms.py`, migration 0021), so a question costs two indexed look-ups of
+its own phrases and words, whatever the corpus size. The gate reads the counts through the
+application engine inside an explicit all-levels scope that only this module opens. What it
+reads never leaves the process: the gate answers yes or no, and the refusal is byte-identical to
+any other out-of-scope refusal, so it does not reveal that a restricted document exists. Per
+clearance vocabularies are cached until the corpus changes (a cheap signature query, at most
+every `max_age_seconds`).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Text, and_, bindparam, cast, not_, select, text
 
-from policydesk.access import ACCESS_LEVELS, ROLES, Clearance, clearance_for
+from policydesk.access import ACCESS_LEVELS, Clearance
 from policydesk.storage.models import Chunk, DocumentVersion
 from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
+from policydesk.topic_terms import CALL_NOTE, LABEL_SEPARATOR, ngrams, term
 from policydesk.vocabulary import Vocabulary
 from policydesk.words import STOPWORDS, normalize
 
-MAX_N = 3
+log = logging.getLogger(__name__)
+
 RARE_MAX_SECTIONS = 1
 
 
-def ngrams(tokens: list[str], n_max: int = MAX_N) -> Iterable[tuple[str, ...]]:
-    for n in range(1, n_max + 1):
-        for i in range(len(tokens) - n + 1):
-            yield tuple(tokens[i:i + n])
-
-
-def _phrase_ok(gram: tuple[str, ...]) -> bool:
-    return len(gram) > 1 and gram[0] not in STOPWORDS and gram[-1] not in STOPWORDS
-
-
-@dataclass(frozen=True)
-class SourceText:
-    """One section of one document version, as the gate sees it."""
-
-    doc_title: str
-    heading: str
-    body: str
-    access_level: str
-    sensitive: bool
-    source_type: str = "policy"
-
-    def readable_by(self, clearance: Clearance) -> bool:
-        return clearance.permits(self.access_level, self.sensitive)
-
-
-def candidate_phrases(sections: list[SourceText]) -> set[tuple[str, ...]]:
-    """Titles' and headings' phrases, and the 2-3 word phrases recurring in a document's text."""
-    found: set[tuple[str, ...]] = set()
-    bodies: dict[str, Counter] = {}
-    for s in sections:
-        for label in (s.doc_title, s.heading):
-            found.update(g for g in ngrams(normalize(label)) if _phrase_ok(g))
-        counts = bodies.setdefault(s.doc_title, Counter())
-        counts.update(g for g in ngrams(normalize(s.body)) if len(g) > 1 and _phrase_ok(g))
-    for counts in bodies.values():
-        found.update(g for g, n in counts.items() if n >= 2)
-    return found
-
-
-def gated_phrases(sources: list[SourceText], clearance: Clearance) -> frozenset[tuple[str, ...]]:
-    """Phrases naming subjects that only sources above this clearance talk about."""
-    hidden = [s for s in sources if not s.readable_by(clearance) and s.source_type != "call_note"]
-    if not hidden:
-        return frozenset()
-    seen: set[tuple[str, ...]] = set()
-    section_freq: Counter = Counter()
-    for s in sources:
-        if s.readable_by(clearance):
-            grams = set(ngrams(normalize(f"{s.doc_title} . {s.heading} . {s.body}")))
-            seen.update(grams)
-            section_freq.update(g[0] for g in grams if len(g) == 1)
-    return frozenset(g for g in candidate_phrases(hidden)
-                     if g not in seen and any(section_freq[w] <= RARE_MAX_SECTIONS for w in g))
-
-
-def question_hits(question: str, phrases: frozenset[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """Gated phrases in the question: contiguous, or their words in any order within a short
-    window ("review a call dispute" names "dispute review")."""
+def _question_grams(question: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """The phrases a question may name a subject by: first its own 1-3 word phrases, with and
+    without its function words, and content words one apart; then, only if none of those is
+    gated, two words in either order within a short window."""
     tokens = normalize(question)
-    hits = [g for g in ngrams(tokens) if g in phrases]
     # the same words with the question's function words left out ("a complaint must be reported" names
-    # "complaint report")
+    # "complaint report"), and two of them one content word apart ("complaints the plan has to report")
     content = [t for t in tokens if t not in STOPWORDS and t not in {"be", "been", "being", "get", "got"}]
-    hits += [g for g in ngrams(content) if len(g) > 1 and g in phrases and g not in hits]
-    # and two of them one content word apart ("complaints the plan has to report" names "complaint report")
-    hits += [g for g in zip(content, content[2:]) if g in phrases and g not in hits]
-    if hits or not phrases:
-        return hits
-    for size in (2, 3):
-        for i in range(len(tokens)):
-            window = tokens[i:i + size + 2]
-            for j, a in enumerate(window):
-                for b in window[j + 1:]:
-                    for gram in ((b, a),) if size == 2 else ():
-                        if gram in phrases:
-                            hits.append(gram)
-    return hits
+    first = list(ngrams(tokens)) + [g for g in ngrams(content) if len(g) > 1] + list(zip(content, content[2:]))
+    # "review a call dispute" names "dispute review"
+    pairs = [(b, a) for i in range(len(tokens)) for j, a in enumerate(tokens[i:i + 4]) for b in tokens[i + j + 1:i + 4]]
+    return first, pairs
+
+
+def question_hits(question: str, phrases) -> list[tuple[str, ...]]:
+    """Gated phrases in the question (`phrases`: any container of gated phrases as tuples)."""
+    first, pairs = _question_grams(question)
+    hits = list(dict.fromkeys(g for g in first if g in phrases))
+    return hits or list(dict.fromkeys(g for g in pairs if g in phrases))
+
+
+def question_phrases(question: str) -> set[tuple[str, ...]]:
+    """Every phrase `question_hits` may look up: the gate asks the database about these only."""
+    first, pairs = _question_grams(question)
+    return {g for g in first + pairs if len(g) > 1}
 
 
 # ---------------------------------------------------------------------- from the database
@@ -136,13 +85,25 @@ def question_hits(question: str, phrases: frozenset[tuple[str, ...]]) -> list[tu
 _SIGNATURE_SQL = text(
     "SELECT count(*), coalesce(max(ingested_at)::text, ''), coalesce(sum(version), 0) FROM document_versions"
 )
-_SOURCES_SQL = text(
-    "SELECT v.title AS doc_title, coalesce(c.metadata_->>'section', '') AS heading, c.text AS body, "
-    "c.access_level, c.sensitive, v.source_type, "
-    "CASE WHEN :with_vectors THEN c.embedding::text END AS embedding FROM data_chunks c "
-    "JOIN document_versions v ON v.doc_id = c.doc_id AND v.version = c.version"
-)
+_READABLE = "{t}.access_level = ANY(CAST(:levels AS text[])) AND (NOT {t}.sensitive OR :sensitive)"
+# Subjects of versions the caller may not read that no readable chunk says.
+_GATED_SQL = text(
+    "SELECT DISTINCT c.term FROM topic_candidates c WHERE c.term = ANY(CAST(:phrases AS text[])) "
+    f"AND NOT ({_READABLE.format(t='c')}) AND NOT EXISTS (SELECT 1 FROM topic_terms t WHERE t.kind = 'phrase' "
+    f"AND t.term = c.term AND {_READABLE.format(t='t')})")
+# In how many readable chunks each word occurs.
+_WORD_CHUNKS_SQL = text(
+    "SELECT t.term, sum(t.chunks) AS chunks FROM topic_terms t WHERE t.kind = 'word' "
+    f"AND t.term = ANY(CAST(:words AS text[])) AND {_READABLE.format(t='t')} GROUP BY t.term")
+_VOCABULARY_SQL = text(
+    "SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'initials', 'label') "
+    f"AND {_READABLE.format(t='t')}")
+_PENDING_SQL = text("SELECT policydesk_topic_terms_pending()")
 _COUNT_SQL = text("SELECT count(*) FROM data_chunks")
+_VECTORS_SQL = text(
+    "SELECT c.access_level, c.sensitive, v.source_type, c.embedding::text AS embedding FROM data_chunks c "
+    "JOIN document_versions v ON v.doc_id = c.doc_id AND v.version = c.version ORDER BY c.id"
+)
 # Up to this many chunks the nearest-section test runs in memory on the stored vectors (about
 # 0.1 ms); above it, two nearest-neighbour queries in Postgres (about 2 ms, three round trips).
 IN_MEMORY_MAX_CHUNKS = 20_000
@@ -162,32 +123,33 @@ SEMANTIC_MIN_MARGIN = 0.08
 def _nearest_statement(clearance: Clearance):
     """The nearest section above the clearance and the nearest one within it, both scored against
     the question vector `:q`. The access rule is the one builder's (`storage/predicate.py`), for
-    the levels and sensitivity only: like `SourceText.readable_by`, the gate ignores the product."""
+    the levels and sensitivity only: like the term look-ups, the gate ignores the product."""
     readable = access_clause(clearance.for_product(None), Chunk)
     distance = Chunk.embedding.cosine_distance(cast(bindparam("q", type_=Text), Vector))
     hidden = (select(1 - distance)
               .join(DocumentVersion, and_(DocumentVersion.doc_id == Chunk.doc_id,
                                           DocumentVersion.version == Chunk.version))
-              .where(DocumentVersion.source_type != "call_note", not_(readable))
+              .where(DocumentVersion.source_type != CALL_NOTE, not_(readable))
               .order_by(distance).limit(1).scalar_subquery())
     permitted = select(1 - distance).where(readable).order_by(distance).limit(1).scalar_subquery()
     return select(hidden.label("hidden"), permitted.label("permitted"))
 
 
-def _vector_index(rows, sources: list[SourceText], clearances: list[Clearance], key) -> tuple | None:
-    """Stored chunk vectors as unit rows, and per clearance which rows are hidden (not a call
-    note, not readable) and which are permitted."""
+def _vector_index(rows) -> tuple | None:
+    """Stored chunk vectors as unit rows, each row's bucket, whether it may name a subject, and
+    room for each clearance's row masks (filled on first use)."""
     vectors = [np.array(r.embedding.strip("[]").split(","), dtype=np.float32) if r.embedding else None for r in rows]
-    if any(v is None for v in vectors):
+    if not vectors or any(v is None for v in vectors):
         return None
     matrix = np.stack(vectors)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    masks = {}
-    for c in clearances:
-        readable = np.array([s.readable_by(c) for s in sources])
-        subject = np.array([s.source_type != "call_note" for s in sources])
-        masks[key(c)] = (~readable & subject, readable)
-    return matrix, masks
+    buckets = [(r.access_level, bool(r.sensitive)) for r in rows]
+    subject = np.array([r.source_type != CALL_NOTE for r in rows])
+    return matrix, buckets, subject, {}
+
+
+def _params(clearance: Clearance, **more) -> dict:
+    return {"levels": list(clearance.levels), "sensitive": bool(clearance.sensitive), **more}
 
 
 class CorpusTopicGate:
@@ -208,9 +170,10 @@ class CorpusTopicGate:
         self._lock = threading.Lock()
         self._signature: tuple | None = None
         self._checked_at = float("-inf")
-        self._by_clearance: dict[tuple, frozenset[tuple[str, ...]]] = {}
         self._vocabularies: dict[tuple, Vocabulary] = {}
-        self._vectors = None  # (unit vectors, {clearance key: (hidden mask, permitted mask)}) or None
+        # (unit vectors, [bucket per row], subject mask, {clearance key: (hidden, permitted) rows}) or None
+        self._vectors = None
+        self.pending = 0  # chunk changes the database has not counted yet
 
     def _read(self, sql, **params):
         # The gate must know what exists above the caller's clearance, so it reads under an
@@ -223,8 +186,7 @@ class CorpusTopicGate:
         return tuple(sorted(clearance.levels)), bool(clearance.sensitive)
 
     def refresh(self, force: bool = False) -> None:
-        """Re-derive every role's phrases if the corpus changed. The section text is dropped once
-        the phrases are derived: no restricted text stays in the process."""
+        """Drop the cached vocabularies and vectors if the corpus changed."""
         with self._lock:
             now = self._clock()
             if not force and now - self._checked_at < self.max_age_seconds:
@@ -233,35 +195,54 @@ class CorpusTopicGate:
             self._checked_at = now
             if signature == self._signature and not force:
                 return
-            with_vectors = self._read(_COUNT_SQL)[0][0] <= IN_MEMORY_MAX_CHUNKS
-            rows = self._read(_SOURCES_SQL, with_vectors=with_vectors)
-            sources = [SourceText(r.doc_title, r.heading, r.body, r.access_level, bool(r.sensitive), r.source_type)
-                       for r in rows]
-            clearances = [clearance_for(role) for role in ROLES]
-            self._by_clearance = {self._key(c): gated_phrases(sources, c) for c in clearances}
-            self._vocabularies = {self._key(c): Vocabulary.of(
-                f"{s.doc_title} . {s.heading} . {s.body}" for s in sources if s.readable_by(c)) for c in clearances}
-            self._vectors = _vector_index(rows, sources, clearances, self._key) if with_vectors and rows else None
+            self.pending = int(self._read(_PENDING_SQL)[0][0])
+            if self.pending:
+                # Chunks written outside ingest (a bulk load, a hand edit) and not counted since:
+                # their subjects do not gate until a catch-up runs (start-up runs one).
+                log.warning("topic gate: %d chunk changes are not counted in topic_terms yet", self.pending)
+            self._vocabularies = {}
+            in_memory = self._read(_COUNT_SQL)[0][0] <= IN_MEMORY_MAX_CHUNKS
+            self._vectors = _vector_index(self._read(_VECTORS_SQL)) if in_memory else None
             self._signature = signature
 
-    def phrases_for(self, clearance: Clearance) -> frozenset[tuple[str, ...]]:
-        self.refresh()
-        return self._by_clearance.get(self._key(clearance), frozenset())
+    def gated(self, clearance: Clearance, phrases: set[tuple[str, ...]]) -> frozenset[tuple[str, ...]]:
+        """Which of these phrases name a subject only sources above the clearance talk about."""
+        if not phrases:
+            return frozenset()
+        found = [tuple(r.term.split(" ")) for r in self._read(
+            _GATED_SQL, **_params(clearance, phrases=sorted(term(g) for g in phrases)))]
+        if not found:
+            return frozenset()
+        words = sorted({w for g in found for w in g})
+        chunks = {r.term: r.chunks for r in self._read(_WORD_CHUNKS_SQL, **_params(clearance, words=words))}
+        return frozenset(g for g in found if any(chunks.get(w, 0) <= RARE_MAX_SECTIONS for w in g))
 
     def vocabulary(self, clearance: Clearance) -> Vocabulary:
         """The words of every source this clearance may read (policydesk.vocabulary)."""
         self.refresh()
-        return self._vocabularies.get(self._key(clearance), Vocabulary(frozenset(), frozenset()))
+        key = self._key(clearance)
+        if key not in self._vocabularies:
+            kinds: dict[str, set[str]] = {"word": set(), "part": set(), "initials": set(), "label": set()}
+            for r in self._read(_VOCABULARY_SQL, **_params(clearance)):
+                kinds[r.kind].add(r.term)
+            labels = frozenset(tuple(t.split(LABEL_SEPARATOR, 1)) for t in kinds["label"])
+            self._vocabularies[key] = Vocabulary(frozenset(kinds["word"] | kinds["part"]),
+                                                 frozenset(kinds["initials"]), labels)
+        return self._vocabularies[key]
 
     def nearest(self, clearance: Clearance, vector) -> tuple[float, float]:
         """(best similarity among sections above the clearance, best among permitted ones)."""
         self.refresh()
         index = self._vectors
-        if index is not None and self._key(clearance) in index[1]:
-            matrix, masks = index
+        if index is not None:
+            matrix, buckets, subject, masks = index
+            key = self._key(clearance)
+            if key not in masks:
+                readable = np.array([clearance.permits(level, sensitive) for level, sensitive in buckets])
+                masks[key] = (~readable & subject, readable)
+            hidden_mask, permitted_mask = masks[key]
             q = np.asarray(vector, dtype=np.float32)
             sims = matrix @ (q / (np.linalg.norm(q) or 1.0))
-            hidden_mask, permitted_mask = masks[self._key(clearance)]
             return (float(sims[hidden_mask].max()) if hidden_mask.any() else 0.0,
                     float(sims[permitted_mask].max()) if permitted_mask.any() else 0.0)
         params = {"q": "[" + ",".join(f"{float(x):.6f}" for x in vector) + "]"}
@@ -270,7 +251,8 @@ class CorpusTopicGate:
         return float(hidden or 0.0), float(permitted or 0.0)
 
     def denies(self, clearance: Clearance, question: str, vector=None) -> bool:
-        if question_hits(question, self.phrases_for(clearance)):
+        self.refresh()
+        if question_hits(question, self.gated(clearance, question_phrases(question))):
             return True
         if vector is None or set(clearance.levels) >= set(ACCESS_LEVELS) and clearance.sensitive:
             return False

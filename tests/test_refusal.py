@@ -18,7 +18,7 @@ import yaml
 from policydesk.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
 from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold, predict
 from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
-from policydesk.topics import CorpusTopicGate, gated_phrases, question_hits
+from policydesk.topics import CorpusTopicGate, question_hits
 from tests.conftest import CORPUS
 
 REGRESSION = load_cases("regression")
@@ -185,12 +185,13 @@ def test_question_hits_fold_inflections_and_skip_function_words():
 
 def test_topic_phrases_come_from_the_corpus_not_code(demo_db):
     topics = CorpusTopicGate(demo_db)
-    rep = topics.phrases_for(clearance_for("rep"))
+    asked = {("fraud", "referral"), ("contract", "rate"), ("purpose", "scope")}
+    rep = topics.gated(clearance_for("rep"), asked)
     assert ("fraud", "referral") in rep and ("contract", "rate") in rep
     # Everyone's documents share "purpose and scope": never a gated subject.
     assert ("purpose", "scope") not in rep
-    assert topics.phrases_for(clearance_for("compliance")) == frozenset()
-    assert not gated_phrases([], clearance_for("rep"))
+    assert topics.gated(clearance_for("compliance"), asked) == frozenset()
+    assert topics.gated(clearance_for("rep"), set()) == frozenset()
 
 
 def test_new_restricted_document_is_gated_without_code_change(make_db, embed_model, settings, tmp_path):

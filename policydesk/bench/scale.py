@@ -22,7 +22,8 @@ rest from them (`derived.py`): 10^6 texts would take the offline model most of a
 Rows go in with COPY on the owner engine, made one at a time (a 10^6 filler is not held as
 rows). The HNSW and GIN indexes are dropped first and recreated from their own definitions
 afterwards (bulk build instead of row-by-row inserts; `IndexBuild` may change the HNSW build
-parameters and the build's memory and workers), each timed and sized, then ANALYZE.
+parameters and the build's memory and workers), each timed and sized, then ANALYZE; then the
+topic gate's terms are counted (`topic_terms.catch_up`, as ingest counts the chunks it writes).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from policydesk.bench.vector_file import FillerVectorFile
 from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.storage.chunk_ids import chunk_id
+from policydesk.topic_terms import catch_up_database
 
 LEVELS = ("public", "internal", "restricted", "compliance")
 LEVEL_P = (0.50, 0.38, 0.10, 0.02)
@@ -255,6 +257,7 @@ def insert_filler(db, n: int, *, filler: str = "noisy", seed: int = 8, noise: fl
     with db.owner.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE data_chunks; ANALYZE chunk_search; ANALYZE document_versions; ANALYZE documents"))
     t_analyze = time.perf_counter() - t2
+    terms = catch_up_database(db)  # what ingest does for the chunks it writes
     with db.owner.connect() as conn:
         total = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
         mix = dict(conn.execute(text(
@@ -262,4 +265,5 @@ def insert_filler(db, n: int, *, filler: str = "noisy", seed: int = 8, noise: fl
         table_bytes = conn.execute(text("SELECT pg_table_size('data_chunks')")).scalar_one()
     return {"filler": written, "filler_mode": filler, "seed": seed, **about, "documents": len(docs),
             "versions": len(versions), "total_chunks": total, "copy_s": t_copy, "index_build_s": t_index,
-            "indexes": indexes, "table_bytes": table_bytes, "analyze_s": t_analyze, "level_mix": mix}
+            "indexes": indexes, "table_bytes": table_bytes, "analyze_s": t_analyze,
+            "topic_terms_s": round(terms.seconds, 1), "level_mix": mix}

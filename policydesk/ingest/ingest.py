@@ -25,6 +25,7 @@ from policydesk.ingest.manifest import Source, check_windows, load_manifest
 from policydesk.ingest.plan import PlannedSource, file_sha256, plan_source
 from policydesk.ingest.tokens import budget_for
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
+from policydesk.topic_terms import catch_up
 
 __all__ = ["IngestReport", "file_sha256", "ingest_directory", "plan_directory"]
 
@@ -198,6 +199,9 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
             # the pending inserts go first (a text statement does not flush the session).
             session.flush()
             session.execute(text("ANALYZE data_chunks"))
+        # The topic gate's terms for what this transaction wrote, committed with it.
+        session.flush()
+        catch_up(session.connection())
     return report
 
 
