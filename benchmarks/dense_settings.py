@@ -52,8 +52,8 @@ def run(argv=None) -> Path:
     ap.add_argument("variants", nargs="+", help="name[:KEY=VALUE,...] (settings fields)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--queries", type=int, default=30)
-    ap.add_argument("--no-ask", action="store_true", help="leave out the end-to-end ask stage (its first call "
-                    "derives the topic gate in Python from every readable chunk: too slow at 10^6)")
+    ap.add_argument("--no-ask", action="store_true", help="leave out the end-to-end ask stage (a retrieval-only "
+                    "run: the ask adds the refusal gate, the answerer and a trace write per question)")
     settings = get_settings().model_copy(update={"GEMINI_API_KEY": None})
     ap.add_argument("--out", type=Path, default=settings.DATA_DIR / "bench")
     args = ap.parse_args(argv)

@@ -13,6 +13,7 @@ The terms are the ones the gate and the vocabulary read, from one string per chu
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -30,6 +31,9 @@ CALL_NOTE = "call_note"
 # Chunks counted per round trip: bounds the counts held in memory during a bulk catch-up.
 BATCH_CHUNKS = 5000
 _LOCK = 0x70642D74  # the catch-up's advisory lock key
+_LOG_EVERY = 100_000  # chunks between progress lines of a long catch-up (a bulk load, a first start)
+
+log = logging.getLogger(__name__)
 
 
 def ngrams(tokens: list[str], n_max: int = MAX_N) -> Iterable[tuple[str, ...]]:
@@ -163,6 +167,8 @@ def catch_up(conn) -> CatchUp:
             touched.add((r.doc_id, r.version))
         _merge(conn, counts)
         after, counted = rows[-1].id, counted + len(rows)
+        if counted % _LOG_EVERY < len(rows):
+            log.info("topic terms: %d chunk changes counted", counted)
     if counted:
         conn.execute(text("DELETE FROM topic_terms_pending WHERE id <= :after"), {"after": after})
         _recompute_subjects(conn, sorted(v for v in touched if v[0] is not None))

@@ -139,7 +139,7 @@ def ensure_users(db) -> dict[str, str]:
 def run_stages(db, settings, embed_model, llm, questions: list[Question], *, repetitions: int = 3,
                today: date | None = None, warmup: bool = True, ask: bool = True) -> StageTimes:
     """Each stage timed on its own per question; `ask=False` leaves out the end-to-end ask
-    (`ask_e2e`), whose first call derives the topic gate from every readable chunk."""
+    (`ask_e2e`) for a retrieval-only run."""
     users = ensure_users(db)
     store = chunk_vector_store(db)
     lookup = VersionLookup(db)
