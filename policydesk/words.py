@@ -67,7 +67,7 @@ def run_initials(tokens: Iterable[str]) -> set[str]:
     content = [t for t in parts if t not in STOPWORDS]
     out: set[str] = set()
     for run in (content, parts):
+        letters = "".join(t[0] for t in run)
         for n in range(ACRONYM_MIN, ACRONYM_MAX + 1):
-            for i in range(len(run) - n + 1):
-                out.add("".join(t[0] for t in run[i:i + n]))
+            out.update(letters[i:i + n] for i in range(len(letters) - n + 1))
     return out
