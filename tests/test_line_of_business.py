@@ -298,7 +298,7 @@ def test_ingest_stores_the_products_on_versions_chunks_and_the_side_table(demo_d
         versions = dict(conn.execute(text(
             "SELECT doc_id, line_of_business FROM document_versions WHERE doc_id LIKE 'POL-RXS-%' OR doc_id = 'POL-TF'")).all())
         side = conn.execute(text(
-            "SELECT count(*) FROM chunk_search s JOIN data_chunks c USING (node_id) "
+            "SELECT count(*) FROM chunk_search s, unnest(s.node_ids) AS u(id) JOIN data_chunks c ON c.node_id = u.id "
             "WHERE s.line_of_business IS DISTINCT FROM c.line_of_business")).scalar_one()
         every = conn.execute(text("SELECT count(*) FROM data_chunks WHERE line_of_business IS NULL")).scalar_one()
     assert versions == {"POL-RXS-COM": ["commercial"], "POL-RXS-MA": ["medicare_advantage"],

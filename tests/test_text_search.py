@@ -140,7 +140,7 @@ def test_side_table_follows_every_write(make_db, embed_model, settings):
             return set(map(tuple, conn.execute(text(sql)).all()))
 
     chunks = "SELECT node_id, access_level, sensitive, text_search_tsv::text FROM data_chunks"
-    side = "SELECT node_id, access_level, sensitive, tsv::text FROM chunk_search"
+    side = "SELECT u.id, s.access_level, s.sensitive, s.tsv::text FROM chunk_search s, unnest(s.node_ids) AS u(id)"
     assert pairs(chunks) == pairs(side) and len(pairs(side)) > 100
     with db.owner.begin() as conn:  # a reclassified chunk, an edited one and a deleted one
         first, second, third = conn.execute(text("SELECT node_id FROM data_chunks ORDER BY node_id LIMIT 3")).scalars()
@@ -156,7 +156,7 @@ def test_side_table_follows_every_write(make_db, embed_model, settings):
 
 def _df_recount(conn) -> set[tuple]:
     return set(map(tuple, conn.execute(text(
-        "SELECT l.lexeme, s.access_level, s.sensitive, count(*) FROM chunk_search s, "
+        "SELECT l.lexeme, s.access_level, s.sensitive, count(*) FROM chunk_search s, unnest(s.node_ids) AS u(id), "
         "unnest(array_append(tsvector_to_array(s.tsv), '')) AS l(lexeme) GROUP BY 1, 2, 3")).all()))
 
 
@@ -261,3 +261,47 @@ def test_the_side_index_keeps_no_pending_list(demo_db):
         merged = conn.execute(text("SELECT gin_clean_pending_list('chunk_search_tsv'::regclass)")).scalar_one()
     assert "fastupdate=off" in (options or [])
     assert merged == 0  # pages the call found pending and merged
+
+
+def _ranked_per_chunk(db, clearance, q: str, k: int) -> list[tuple[str, float]]:
+    """The reference: every readable chunk ranked on its own under RLS, ties broken by node id."""
+    with permitted_scope(clearance), db.app.connect() as conn:
+        return [tuple(r) for r in conn.execute(text(
+            "SELECT node_id, ts_rank(text_search_tsv, to_tsquery('english', :q)) AS r FROM data_chunks "
+            "WHERE text_search_tsv @@ to_tsquery('english', :q) ORDER BY r DESC, node_id LIMIT :k"), {"q": q, "k": k})]
+
+
+def _side(db, clearance, q: str, k: int) -> list[tuple[str, float]]:
+    with permitted_scope(clearance), db.app.connect() as conn:
+        return [tuple(r) for r in conn.execute(text(
+            "SELECT node_id, rank FROM policydesk_text_search(:q, :k, 1000000)"), {"q": q, "k": k})]
+
+
+def test_copies_of_a_text_are_ranked_once_and_return_like_every_chunk(make_db, embed_model, settings):
+    # Migration 0022: word-for-word copies (an unchanged section in a new version, an edition's
+    # shared section) share one side-table row; the top k, ties at the cut included, is what
+    # ranking every chunk gives.
+    from policydesk.ingest import ingest_directory
+    from tests.conftest import CORPUS
+
+    db = make_db()
+    ingest_directory(db, CORPUS, embed_model, settings)
+    with db.owner.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO data_chunks (text, metadata_, node_id, embedding) "
+            "SELECT c.text, c.metadata_, c.node_id || '-copy-' || g, c.embedding "
+            "FROM data_chunks c, generate_series(1, 4) AS g WHERE c.id % 3 = 0"))
+        copies = conn.execute(text("SELECT max(cardinality(node_ids)) FROM chunk_search")).scalar_one()
+    assert copies >= 5
+    questions = [or_query(q) for q in QUESTIONS if or_query(q)][:25]
+    for role in ROLES:
+        for k in (3, 20):
+            for q in questions:
+                assert _side(db, clearance_for(role), q, k) == _ranked_per_chunk(db, clearance_for(role), q, k), (role, k, q)
+    with db.owner.begin() as conn:  # drop some copies and some originals
+        conn.execute(text("DELETE FROM data_chunks WHERE node_id LIKE '%-copy-2' OR id % 7 = 0"))
+        rows = conn.execute(text("SELECT sum(cardinality(node_ids)) FROM chunk_search")).scalar_one()
+        assert rows == conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
+    for q in questions:
+        assert _side(db, clearance_for("rep"), q, 3) == _ranked_per_chunk(db, clearance_for("rep"), q, 3), q
+    db.dispose()

@@ -36,21 +36,19 @@ def explain(db, clearance: Clearance, statement, params) -> str:
         return "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + statement, params))
 
 
-# The two statements of policydesk_text_search (migration 0016), its variables as parameters: the
+# The statement of policydesk_text_search (migration 0022), its variables as parameters: the
 # function is PL/pgSQL, whose nested plans EXPLAIN does not show (and the embedded server ships no
-# auto_explain), so the bench explains the branch the function takes with the same bindings.
-_SIDE_FULL = ("SELECT s.node_id, ts_rank(s.tsv, CAST(:full AS tsquery)) AS rank FROM chunk_search s "
-              "WHERE s.tsv @@ CAST(:full AS tsquery) AND s.access_level = ANY (:levels) AND NOT s.sensitive "
-              "ORDER BY rank DESC, s.node_id LIMIT 20")
-_SIDE_NARROWED = ("SELECT c.node_id, ts_rank(c.tsv, CAST(:full AS tsquery)) AS rank FROM ("
-                  "SELECT s.node_id, s.tsv FROM chunk_search s WHERE s.tsv @@ CAST(:narrowed AS tsquery) "
-                  "AND s.access_level = ANY (:levels) AND NOT s.sensitive OFFSET 0) c "
-                  "WHERE c.tsv @@ CAST(:full AS tsquery) ORDER BY rank DESC, c.node_id LIMIT 20")
+# auto_explain), so the bench explains the statement the function runs with the same bindings.
+_SIDE = ("SELECT u.id, t.rank FROM (SELECT c.node_ids, ts_rank(c.tsv, CAST(:full AS tsquery)) AS rank FROM ("
+         "SELECT s.node_ids, s.tsv FROM chunk_search s WHERE s.tsv @@ CAST(:narrowed AS tsquery) "
+         "AND s.access_level = ANY (:levels) AND NOT s.sensitive OFFSET 0) c "
+         "WHERE c.tsv @@ CAST(:full AS tsquery) ORDER BY rank DESC FETCH FIRST 20 ROWS WITH TIES) t, "
+         "unnest(t.node_ids) AS u(id) ORDER BY t.rank DESC, u.id LIMIT 20")
 
 
 def explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
-    """The side path's statements (migrations 0010, 0016) as the definer runs them, for the rep: the
-    candidate query at the configured cap, the branch's statement, and the whole call."""
+    """The side path's statement (migrations 0016, 0022) as the definer runs it, for the rep: the
+    candidate query at the configured cap, the statement, and the whole call."""
     from policydesk.retrievers.text import or_query
 
     from policydesk.config import get_settings
@@ -65,8 +63,8 @@ def explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
         full = conn.execute(text("SELECT to_tsquery('english', :q)::text"), {"q": q}).scalar_one()
         narrowed = conn.execute(text("SELECT policydesk_text_candidates(:q, :c)::text"),
                                 {"q": q, "c": cap}).scalar()
-        sql = _SIDE_FULL if narrowed is None else _SIDE_NARROWED
-        params = {"full": full, "narrowed": narrowed, "levels": levels}
+        sql = _SIDE
+        params = {"full": full, "narrowed": narrowed or full, "levels": levels}
         branch = "\n".join(r[0] for r in conn.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql), params))
         call_sql = "SELECT * FROM policydesk_text_search(:q, 20, :c)"
         conn.execute(text(call_sql), {"q": q, "c": cap})  # its plans cached, as in use
@@ -74,7 +72,7 @@ def explain_side_path(db, question: str, out_dir: Path, tag: str) -> dict:
                                                      {"q": q, "c": cap}))
     (out_dir / f"{tag}_text_side_path_rep.txt").write_text(
         f"-- query {q!r}\n-- full query {full}\n-- candidate query at cap {cap}: {narrowed or 'none (the full query)'}\n"
-        f"-- function body\n{body}\n-- the branch taken, variables bound\n{sql}\n-- plan\n{branch}\n"
+        f"-- function body\n{body}\n-- the statement, variables bound\n{sql}\n-- plan\n{branch}\n"
         f"-- the call\n{call}\n")
     return {"case": "fulltext_side_path_rep", "uses_gin": "chunk_search_tsv" in branch,
             "narrowed": narrowed is not None, "branch_exec": branch.strip().splitlines()[-1],

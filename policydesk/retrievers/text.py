@@ -1,8 +1,8 @@
 """The full-text arm on the indexed side path (migration 0010), under the caller's clearance.
 
 One statement inside the caller's scope: `policydesk_text_search` (a SECURITY DEFINER function
-over the narrow `chunk_search` table, with its own GIN index) yields ids and ranks of the
-matching chunks the clearance admits, joined to the `data_chunks` rows read with the access
+over the narrow `chunk_search` table, one row per distinct text and bucket with its own GIN
+index, migration 0022) yields ids and ranks of the matching chunks the clearance admits, joined to the `data_chunks` rows read with the access
 predicate in the WHERE and row-level security behind it, as the dense arm reads them. A chunk
 the function names but the join cannot read is dropped, so the side path never widens what a
 caller sees.
