@@ -28,8 +28,11 @@ MAX_N = 3
 # A label is stored as name and label joined by a character no text contains.
 LABEL_SEPARATOR = "\x1f"
 CALL_NOTE = "call_note"
-# Chunks counted per round trip: bounds the counts held in memory during a bulk catch-up.
+# Queued chunks read per round trip, and the distinct counts held before they are written: a
+# bulk catch-up repeats the same terms in every batch, so counts are merged across batches and
+# written once per MERGE_KEYS distinct (kind, term, bucket) keys (or at the end).
 BATCH_CHUNKS = 5000
+MERGE_KEYS = 2_000_000
 _LOCK = 0x70642D74  # the catch-up's advisory lock key
 _LOG_EVERY = 100_000  # chunks between progress lines of a long catch-up (a bulk load, a first start)
 
@@ -94,7 +97,7 @@ _PENDING = text(
 _MERGE = text(
     "INSERT INTO topic_terms AS t (kind, term, access_level, sensitive, chunks) "
     "SELECT * FROM unnest(CAST(:kind AS text[]), CAST(:term AS text[]), CAST(:level AS text[]), "
-    "CAST(:sensitive AS boolean[]), CAST(:n AS integer[])) "
+    "CAST(:sensitive AS boolean[]), CAST(:n AS integer[])) ORDER BY 1, 2, 3, 4 "
     "ON CONFLICT (kind, term, access_level, sensitive) DO UPDATE SET chunks = t.chunks + excluded.chunks")
 _VERSION_SECTIONS = text(
     "SELECT doc_id, version, access_level, coalesce(sensitive, true) AS sensitive, "
@@ -158,17 +161,20 @@ def catch_up(conn) -> CatchUp:
     t0 = time.perf_counter()
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK})
     after, counted, touched = 0, 0, set()
+    counts: Counter = Counter()
     while rows := conn.execute(_PENDING, {"after": after, "limit": BATCH_CHUNKS}).all():
-        counts: Counter = Counter()
         for r in rows:
             for kind, terms in chunk_terms(r.title, r.heading, r.body).items():
                 for t in terms:
                     counts[(kind, t, r.access_level, r.sensitive)] += r.sign
             touched.add((r.doc_id, r.version))
-        _merge(conn, counts)
+        if len(counts) >= MERGE_KEYS:
+            _merge(conn, counts)
+            counts = Counter()
         after, counted = rows[-1].id, counted + len(rows)
         if counted % _LOG_EVERY < len(rows):
             log.info("topic terms: %d chunk changes counted", counted)
+    _merge(conn, counts)
     if counted:
         conn.execute(text("DELETE FROM topic_terms_pending WHERE id <= :after"), {"after": after})
         _recompute_subjects(conn, sorted(v for v in touched if v[0] is not None))
