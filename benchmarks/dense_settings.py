@@ -65,6 +65,10 @@ def run(argv=None) -> Path:
     times = {name: stages.StageTimes() for name, _ in variants}
     out = {"database": args.database, "queries": len(questions), "rounds": args.rounds,
            "variants": {n: u for n, u in variants}, "loadavg_start": os.getloadavg()}
+    if not args.no_ask:
+        db = open_database(settings, args.database)
+        out["first_ask_ms"] = round(stages.first_ask_ms(db, settings, embed, llm, questions[0], today), 1)
+        db.dispose()
     for r in range(args.rounds):
         for name, update in variants:
             configured = settings.model_copy(update=update)
@@ -88,6 +92,8 @@ def run(argv=None) -> Path:
             "dense_p50": _pct(s["dense"], 50), "dense_p95": _pct(s["dense"], 95),
             "text_p50": _pct(s["text"], 50), "text_p95": _pct(s["text"], 95),
             "versions_p95": _pct(s["versions"], 95),
+            "ask_p50": _pct(s["ask_e2e"], 50) if s.get("ask_e2e") else None,
+            "ask_p95": _pct(s["ask_e2e"], 95) if s.get("ask_e2e") else None,
             "p95_ratio": round(float(np.percentile(s["retrieval"], 95) / np.percentile(s["naive"], 95)), 2),
             "recall_mean_lowest": round(min(c["recall_at_10_by_distance_mean"] for c in dense), 3),
             "recall_min_lowest": round(min(c["recall_at_10_by_distance_min"] for c in dense), 2),
@@ -107,6 +113,10 @@ def run(argv=None) -> Path:
         print(f"| {name} | {r['retrieval_p50']} / {r['retrieval_p95']} | {r['naive_p50']} / {r['naive_p95']} | "
               f"{r['p95_ratio']} | {r['dense_p50']} / {r['dense_p95']} | {r['text_p50']} / {r['text_p95']} | "
               f"{r['recall_mean_lowest']} / {r['recall_min_lowest']} | {r['short_results']} |")
+        if r["ask_p50"] is not None:
+            print(f"| {name}: end-to-end ask (gate, retrieval, answerer, trace) p50 / p95 ms | {r['ask_p50']} / {r['ask_p95']} |")
+    if "first_ask_ms" in out:
+        print(f"first ask of a fresh pipeline: {out['first_ask_ms']} ms")
     print(f"load average {out['loadavg_start']} -> {out['loadavg_end']}; saved {path}")
     return path
 

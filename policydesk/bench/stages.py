@@ -136,6 +136,15 @@ def ensure_users(db) -> dict[str, str]:
     return names
 
 
+def first_ask_ms(db, settings, embed_model, llm, question: Question, today: date | None = None) -> float:
+    """One ask by a fresh pipeline, as a process's first question after start-up or an ingest:
+    the refusal gate reads its vocabulary for the first time."""
+    users = ensure_users(db)
+    pipeline = AskPipeline(db, settings, embed_model, llm, today=today)
+    req = AskRequest(user_name=users[question.role], question=question.text, dates=dict(question.dates), kind="eval")
+    return timed(lambda: pipeline.ask(req))[1]
+
+
 def run_stages(db, settings, embed_model, llm, questions: list[Question], *, repetitions: int = 3,
                today: date | None = None, warmup: bool = True, ask: bool = True) -> StageTimes:
     """Each stage timed on its own per question; `ask=False` leaves out the end-to-end ask
