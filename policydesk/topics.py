@@ -19,8 +19,8 @@ read it and that no permitted document mentions. A new restricted policy is gate
 it is ingested, with no code change; a role that may read it is never gated by it.
 
 Where the terms come from (docs/refusal.md): ingest counts them per clearance bucket as it
-writes chunks (`topic_terms.py`, migration 0021), so a question costs two indexed look-ups of
-its own phrases and words, whatever the corpus size. The gate reads the counts through the
+writes chunks (`topic_terms.py`, migration 0021), so a question costs one indexed look-up of
+its own phrases and their words, whatever the corpus size. The gate reads the counts through the
 application engine inside an explicit all-levels scope that only this module opens. What it
 reads never leaves the process: the gate answers yes or no, and the refusal is byte-identical to
 any other out-of-scope refusal, so it does not reveal that a restricted document exists. Per
@@ -86,15 +86,14 @@ _SIGNATURE_SQL = text(
     "SELECT count(*), coalesce(max(ingested_at)::text, ''), coalesce(sum(version), 0) FROM document_versions"
 )
 _READABLE = "{t}.access_level = ANY(CAST(:levels AS text[])) AND (NOT {t}.sensitive OR :sensitive)"
-# Subjects of versions the caller may not read that no readable chunk says.
+# Subjects of versions the caller may not read that no readable chunk says, with a word that at
+# most :rare readable chunks use.
 _GATED_SQL = text(
     "SELECT DISTINCT c.term FROM topic_candidates c WHERE c.term = ANY(CAST(:phrases AS text[])) "
     f"AND NOT ({_READABLE.format(t='c')}) AND NOT EXISTS (SELECT 1 FROM topic_terms t WHERE t.kind = 'phrase' "
-    f"AND t.term = c.term AND {_READABLE.format(t='t')})")
-# In how many readable chunks each word occurs.
-_WORD_CHUNKS_SQL = text(
-    "SELECT t.term, sum(t.chunks) AS chunks FROM topic_terms t WHERE t.kind = 'word' "
-    f"AND t.term = ANY(CAST(:words AS text[])) AND {_READABLE.format(t='t')} GROUP BY t.term")
+    f"AND t.term = c.term AND {_READABLE.format(t='t')}) "
+    "AND EXISTS (SELECT 1 FROM unnest(string_to_array(c.term, ' ')) AS w(word) WHERE coalesce((SELECT sum(t.chunks) "
+    f"FROM topic_terms t WHERE t.kind = 'word' AND t.term = w.word AND {_READABLE.format(t='t')}), 0) <= :rare)")
 _VOCABULARY_SQL = text(
     "SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'initials', 'label') "
     f"AND {_READABLE.format(t='t')}")
@@ -209,13 +208,9 @@ class CorpusTopicGate:
         """Which of these phrases name a subject only sources above the clearance talk about."""
         if not phrases:
             return frozenset()
-        found = [tuple(r.term.split(" ")) for r in self._read(
-            _GATED_SQL, **_params(clearance, phrases=sorted(term(g) for g in phrases)))]
-        if not found:
-            return frozenset()
-        words = sorted({w for g in found for w in g})
-        chunks = {r.term: r.chunks for r in self._read(_WORD_CHUNKS_SQL, **_params(clearance, words=words))}
-        return frozenset(g for g in found if any(chunks.get(w, 0) <= RARE_MAX_SECTIONS for w in g))
+        rows = self._read(_GATED_SQL, **_params(clearance, phrases=sorted(term(g) for g in phrases),
+                                                 rare=RARE_MAX_SECTIONS))
+        return frozenset(tuple(r.term.split(" ")) for r in rows)
 
     def vocabulary(self, clearance: Clearance) -> Vocabulary:
         """The words of every source this clearance may read (policydesk.vocabulary)."""
