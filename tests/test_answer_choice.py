@@ -217,3 +217,58 @@ def test_a_count_of_covered_units_names_the_benefit_the_sources_must_mention():
     assert "hydrotherapy" in unknown_terms("How many hydrotherapy visits a year are covered?", vocabulary)
     assert unknown_terms("How many therapy visits are covered?", vocabulary) == []
 
+
+
+def test_a_single_capital_before_a_capitalised_function_word_ends_the_sentence():
+    from policydesk.providers.blocks import sentences
+
+    text = ("Hearings for this product follow 12 USC 301 Part K. The member may ask for a hearing within 50 days. "
+            "Claims signed by Ana P. Ortiz are kept.")
+    assert sentences(text) == ["Hearings for this product follow 12 USC 301 Part K.",
+                               "The member may ask for a hearing within 50 days.",
+                               "Claims signed by Ana P. Ortiz are kept."]
+    section = chunk("HRG:v1:hearings", text, title="Member Hearings", section="Hearings")
+    result = answer("how long does a member have to ask for a hearing?", [section])
+    assert result.claims[0].text.startswith("The member may ask for a hearing within 50 days")
+
+
+def test_what_a_limit_runs_from_is_not_the_act_it_limits():
+    # "within 25 days of the plan's review decision" is when the member's clock starts, not the plan deciding
+    ask = Ask.of("the member lost the review. how long do they have to ask for an outside review?")
+    assert ask.sides["action"] == "file"
+    sentence = "A member may ask the state for an outside review within 25 days of the plan's review decision."
+    assert sides_in(sentence)["action"] == {"file"}
+    assert fit(ask, Passage(sentence)).meets
+    assert not fit(ask, Passage("The plan decides an outside review request within 40 days.")).meets
+
+
+def test_the_next_sentence_is_quoted_when_it_holds_what_the_question_asks_that_the_chosen_one_lacks():
+    hold = chunk("HOLD:v1:holds", "A member who disagrees may ask the review office for a quick review no later than "
+                 "the day before the stay ends. The stay's services continue while the review is pending.",
+                 title="Stays", section="Quick review")
+    result = answer("the member asked the review office for a quick review before the stay ends - is the stay still "
+                    "covered meanwhile, while pending?", [hold])
+    assert "services continue while the review is pending" in result.answer
+    # a next sentence about something else is not carried
+    other = chunk("HOLD:v1:other", "A member who disagrees may ask the review office for a quick review no later "
+                  "than the day before the stay ends. Parking at the office is free.", title="Stays", section="Quick review")
+    assert "Parking" not in answer("by when must the member ask the review office for a quick review?", [other]).answer
+
+
+def test_a_deadline_given_as_a_time_of_day_answers_by_when():
+    ask = Ask.of("by when does the member have to ask for the quick review?")
+    assert ask.kind == "duration"
+    assert fit(ask, Passage("The member must ask no later than 5 p.m. on the last covered day.")).meets
+    assert not fit(ask, Passage("The member may ask the review office for a quick review.")).meets
+
+
+def test_a_number_inside_a_stated_range_is_the_number_asked():
+    from policydesk.providers.choice import numbers_in
+
+    assert 7 in numbers_in("XQ | Sixth through fifteenth week of a rental")
+    assert numbers_in("days 2 to 4") == {2, 3, 4}
+    table = chunk("RNT:v1:codes", "Code | Meaning XA | First week of a rental XQ | Sixth through fifteenth week "
+                  "of a rental XZ | Part replaced as a repair", title="Rentals", section="Rental codes")
+    for question, code in (("which code goes on the 7th week of a rental?", "XQ"),
+                           ("what code do we bill for the first week of a rental", "XA")):
+        assert code in answer(question, [table]).answer

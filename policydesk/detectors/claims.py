@@ -286,6 +286,24 @@ def mentions_action(question: str) -> bool:
     return bool(_ACTION_WORD.search(question) or ACTION_WORD.search(question))
 
 
+# A last clause of a few words after a comma, colon or dash, with no verb a request could use
+# ("part B drug request, turnaround?", "non par provider - initial claim TFL?"): it names what is
+# asked, as a heading would. A tag ("..., ok?", "..., right?") asks nothing of its own.
+_LAST_FRAGMENT = re.compile(r"(?:[,:;]|\s[-\u2013\u2014])\s*([^,:;.?!\s][^,:;.?!]{0,40}?)\s*\?\s*$")
+_TAG = re.compile(r"^(?:ok(?:ay)?|right|yes|no|correct|please|pls|thanks|asap|now|today|then|too|either)$", _I)
+FRAGMENT_WORDS = 3
+
+
+def names_what_is_asked(question: str) -> bool:
+    """The question ends by naming what it asks for, in a verbless fragment."""
+    m = _LAST_FRAGMENT.search(question.strip())
+    if not m:
+        return False
+    fragment = m.group(1)
+    return (len(fragment.split()) <= FRAGMENT_WORDS and not _TAG.match(fragment) and not mentions_action(fragment)
+            and not SPECIFIC.search(fragment) and not URGENT.search(question))
+
+
 def _claim_action_spans(question: str) -> list[tuple[int, int]]:
     spans = [m.span() for p in _CLAIM_ACTION_PATTERNS for m in p.finditer(question)]
     spans += case_action_spans(question)
