@@ -98,7 +98,7 @@ _AMOUNT = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:%|percent\b|dollars?\b|cents
 _CONTACT = re.compile(
     r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-|\bp\.?\s?o\.?\s+box\b|\bhttps?://|\bwww\.|"
     r"\b[\w.-]+@[\w-]+\.\w+|\bportal\b|\bfax(?:ed)?\b|\bmail(?:ed)?\s+(?:to|it)\b|\bsuite\s+\d|\b\d+\s+\w+\s+"
-    r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|dr|way|lane|ln)\b|\btty\b|\bcall\b|\bphone\b|\bemail\b|"
+    r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|dr|way|lane|ln)\b|\btty\b|(?<!\bthe\s)(?<!\ba\s)\bcall\b|\bphone\b|\bemail\b|"
     r"\bonline\b|\belectronically\b|\bedi\b|\bclearinghouse\b",
     re.IGNORECASE,
 )

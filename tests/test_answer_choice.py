@@ -272,3 +272,25 @@ def test_a_number_inside_a_stated_range_is_the_number_asked():
     for question, code in (("which code goes on the 7th week of a rental?", "XQ"),
                            ("what code do we bill for the first week of a rental", "XA")):
         assert code in answer(question, [table]).answer
+
+
+def test_a_call_as_an_event_is_not_a_contact_point():
+    ask = Ask.of("where do members mail their grievances?")
+    assert ask.kind == "contact"
+    assert not fit(ask, Passage("A grievance made orally counts as received on the day of the call.")).meets
+    assert fit(ask, Passage("Grievances: Member Relations, PO Box 7781, Lakeview.")).meets
+    assert fit(ask, Passage("Members call Member Relations to file a grievance.")).meets
+
+
+def test_the_deadline_to_do_something_is_asked_of_what_is_done_not_of_the_verb():
+    ask = Ask.of("what's the deadline to get the fix in?")
+    assert ask.object == frozenset({"fix"})
+    assert fit(Ask.of("what's the deadline to get the replacement in?"),
+               Passage("A replacement claim must be received within 75 days of the remittance date.")).meets
+
+
+def test_an_abbreviation_is_read_from_hyphenated_words_too():
+    from policydesk.providers.choice import expand_abbreviations
+
+    texts = ["The agency gives the Notice of Home-Care Ending, form HC-2, two days ahead."]
+    assert expand_abbreviations("which form is the NOHCE?", texts) == "which form is the NOHCE (notice of home care ending)?"

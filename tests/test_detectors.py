@@ -542,3 +542,9 @@ def test_a_question_ending_in_a_verbless_fragment_names_what_it_asks():
     assert not names_what_is_asked("fix the claim, today?")
     assert not names_what_is_asked("her claim, approve?")
     assert not names_what_is_asked("what is the time limit?")
+
+
+def test_extending_a_rules_clock_for_any_case_is_a_question_not_a_request():
+    assert not is_claim_action("can we extend the deadline on an infusion decision when records are missing?")
+    assert is_claim_action("can we extend the deadline on her infusion decision?")
+    assert is_claim_action("can we backdate the auth if we fax the form?")

@@ -237,11 +237,17 @@ _SPECIFIC_CASE_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = tuple((re.co
 ))
 
 
+# "extend the timeframe on a drug decision": the object is the rule's clock for any case, not a case.
+_RULE_OF_ANY_CASE = re.compile(r"\s*(?:time\s*frames?|deadlines?|limits?|windows?|clocks?|timelines?)\s+(?:on|for|of)\s+"
+                               r"(?:a|an|any)\b", _I)
+
+
 def _specific_case(question: str) -> list[tuple[int, int]]:
     if _GENERIC.search(question):
         return []
     return [m.span() for pattern, needs_specific in _SPECIFIC_CASE_PATTERNS for m in pattern.finditer(question)
-            if not needs_specific or SPECIFIC.search(m.group("np")) or URGENT.search(question)]
+            if (not needs_specific or SPECIFIC.search(m.group("np")) or URGENT.search(question))
+            and not _RULE_OF_ANY_CASE.match(question, m.end())]
 
 
 _DECISION_LANGUAGE_PATTERNS = tuple(re.compile(p, _I) for p in (

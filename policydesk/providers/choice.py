@@ -174,6 +174,7 @@ def question_parts(question: str) -> list[str]:
 
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}s?\b")
 _RUN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+_WORD_PART = re.compile(r"[A-Za-z]+")  # a hyphenated word gives an initial per part too ("Non-Coverage": N, C)
 
 
 def expand_abbreviations(question: str, texts: list[str]) -> str:
@@ -185,12 +186,12 @@ def expand_abbreviations(question: str, texts: list[str]) -> str:
         return question
     counts: dict[str, Counter] = {a: Counter() for a in found}
     for text in texts:
-        words = _RUN_WORD.findall(text)
-        for i in range(len(words)):
-            for a in found:
-                run = words[i:i + len(a)]
-                if len(run) == len(a) and "".join(w[0] for w in run).upper() == a and any(len(w) > 3 for w in run):
-                    counts[a][" ".join(w.lower() for w in run)] += 1
+        for words in {tuple(_RUN_WORD.findall(text)), tuple(_WORD_PART.findall(text))}:
+            for i in range(len(words)):
+                for a in found:
+                    run = words[i:i + len(a)]
+                    if len(run) == len(a) and "".join(w[0] for w in run).upper() == a and any(len(w) > 3 for w in run):
+                        counts[a][" ".join(w.lower() for w in run)] += 1
     for a, runs in counts.items():
         if runs:
             question = re.sub(rf"\b{a}s?\b", lambda m: f"{m.group(0)} ({runs.most_common(1)[0][0]})", question, count=1)
