@@ -294,3 +294,13 @@ def test_an_abbreviation_is_read_from_hyphenated_words_too():
 
     texts = ["The agency gives the Notice of Home-Care Ending, form HC-2, two days ahead."]
     assert expand_abbreviations("which form is the NOHCE?", texts) == "which form is the NOHCE (notice of home care ending)?"
+
+
+def test_whether_something_may_be_done_is_answered_with_the_limit_put_on_it():
+    section = chunk("AUD:v1:audits", "Staff who find a billing error send it to the audit desk within 3 days on form AD-2. "
+                    "Staff must not discuss the audit with the billing office.", title="Audits", section="Sending to audit")
+    result = answer("I sent a billing error to the audit desk. am I allowed to give the office a heads up?", [section])
+    assert "must not discuss the audit" in result.answer
+    # a question that is not about whether it may be done does not carry the limit
+    plain = answer("which form do staff send a billing error to the audit desk on?", [section])
+    assert "must not" not in plain.answer

@@ -106,6 +106,13 @@ _REFERS_BACK = re.compile(r"^(?:[\w'-]+\s+){0,3}?(?:this|these|those|such|the\s+
 # A sentence opening with a definite noun phrase ("The provider's services ..."): what it names may
 # be what the sentence before it named.
 _DEFINITE_OPENING = re.compile(r"^(?:the|its|their)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.IGNORECASE)
+# A question whether something may be done ("am I allowed to tell them?", "can they go straight to
+# the state?") is answered by the limit put on it; when the next sentence of the passage states one
+# ("must not", "must first") and the chosen sentence does not, it is quoted too.
+_ASKS_LEAVE = re.compile(r"^\W*(?:can|could|may|am|is|are)\b|[.?!,;-]\s*(?:can|could|may|am|is|are)\s+(?:i|we|they|he|she|"
+                         r"you|it|the\s+\w+|a\s+\w+)\b|\b(?:allowed|permitted|ok(?:ay)?)\s+to\b", re.IGNORECASE)
+_RESTRICTION = re.compile(r"\b(?:must|may|can|should)\s+(?:not|never|first|only)\b|\bcannot\b|\bcan't\b|\bonly\s+(?:if|when|with|after)\b",
+                          re.IGNORECASE)
 # The next sentence of the passage is quoted too when it has this many of the question's words that
 # the chosen sentence lacks, even without referring back to it: the pair says what is asked.
 CONTINUATION_WORDS = 2
@@ -240,7 +247,8 @@ def _carried(c: Candidate, quotable, part: str) -> Candidate:
         c = replace(c, lead_in=" ".join(p for p in (lead, before[0]) if p))
     if after and after[1] == lead:
         lacking = (terms(part) & terms(after[0])) - terms(f"{c.lead_in} {c.sentence}")
-        if len(lacking) >= CONTINUATION_WORDS or (lacking and _goes_on(after[0], c.sentence)):
+        restricts = _ASKS_LEAVE.search(part) and _RESTRICTION.search(after[0]) and not _RESTRICTION.search(c.sentence)
+        if len(lacking) >= CONTINUATION_WORDS or (lacking and _goes_on(after[0], c.sentence)) or restricts:
             c = replace(c, continuation=after[0])
     return c
 
