@@ -53,7 +53,7 @@ AXES: dict[str, dict[str, str]] = {
         # "request" files only as a verb ("may request a hearing", "to request one"): "a request for
         # payment is decided" is the plan deciding
         "file": (r"(?:(?:(?<=\bto\s)|(?<=\bmay\s)|(?<=\bmust\s)|(?<=\bcan\s)|(?<=\bwill\s)|(?<=\bshould\s))"
-                 r"requests?\b|\brequests?(?=\s+(?:a|an|the|one|it|this|that|these|those|their|his|her|its|any|our|"
+                 r"(?:requests?|ask)\b|\brequests?(?=\s+(?:a|an|the|one|it|this|that|these|those|their|his|her|its|any|our|"
                  r"my|your)\b)|(?:(?<=\bthe\s)|(?<=\ba\s))requests?(?=\s+(?:must|should|has\s+to)\s+be\s+"
                  r"(?:made|filed|sent|submitted)\b))|"
                  r"\b(?:file|files|filed|filing|submit|submits|submitted|requested|send|sends|sent|"
@@ -88,6 +88,9 @@ _NUMBER_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twe
 # "13 continuous months", "14 additional calendar days", "ninety (90) days", "a 30-day window".
 _DURATION = re.compile(r"(?:\b\d+(?:\.\d+)?\)?|\b" + _NUMBER_WORD + r")\s*(?:\(\d+\)\s*)?(?:-\s*)?"
                        r"(?:[a-z]+\s+){0,2}?" + _TIME_UNIT + r"\b", re.IGNORECASE)
+# A deadline stated as a time of day ("no later than noon of the day before", "by 5 p.m."): a when.
+_TIME_OF_DAY_DEADLINE = re.compile(r"\b(?:by|before|until|no\s+later\s+than)\s+(?:noon|midnight|"
+                                   r"\d{1,2}(?::\d{2})?\s*[ap]\.?\s?m\b)", re.IGNORECASE)
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b" + _MONTHS + r"\s+\d{1,2},?\s+\d{4}\b",
                    re.IGNORECASE)
@@ -95,7 +98,7 @@ _AMOUNT = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:%|percent\b|dollars?\b|cents
 _CONTACT = re.compile(
     r"\(\d{3}\)\s?\d{3}-\d{4}|\b\d{3}[-.]\d{3}[-.]\d{4}\b|\b1-8\d\d-|\bp\.?\s?o\.?\s+box\b|\bhttps?://|\bwww\.|"
     r"\b[\w.-]+@[\w-]+\.\w+|\bportal\b|\bfax(?:ed)?\b|\bmail(?:ed)?\s+(?:to|it)\b|\bsuite\s+\d|\b\d+\s+\w+\s+"
-    r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|dr|way|lane|ln)\b|\btty\b|\bcall\b|\bphone\b|\bemail\b|"
+    r"(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|dr|way|lane|ln)\b|\btty\b|(?<!\bthe\s)(?<!\ba\s)\bcall\b|\bphone\b|\bemail\b|"
     r"\bonline\b|\belectronically\b|\bedi\b|\bclearinghouse\b",
     re.IGNORECASE,
 )
@@ -168,15 +171,25 @@ def ask_kind(question: str) -> str:
 
 
 # A form, code, box or field as documents write it: "CMS-10003", "box 22", "modifier RR", "E0601".
-_CODE_VALUE = re.compile(r"\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
+# A table's first cell of capitals ("KH | First month ...") is a code too.
+_CODE_VALUE = re.compile(r"(?-i:(?<![\w|])[A-Z][A-Z0-9]{1,4}(?=\s+\|))|\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
                          r"\b[A-Z]\d{4}\b|\b\d{5}\b", re.IGNORECASE)
 # What an amount is asked of: the sentence must price that ("premium" is not "copayment").
 _PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge)s?\b",
                      re.IGNORECASE)
 
+# What a limit runs from ("within 30 days of the plan's appeal decision", "from the date of the
+# determination"): the event the clock starts at, not the act the sentence or question is about.
+_CLOCK_START = re.compile(
+    r"\b(?:of|from|after|following|since)\s+(?:the\s+date\s+(?:of|on)\s+)?(?:[\w'-]+\s+){0,4}?"
+    r"(?:decisions?|determinations?|resolutions?|responses?)\b(?:\s+notices?)?", re.IGNORECASE)
+
+
 def sides_in(text: str) -> dict[str, set[str]]:
-    """The sides of each axis a text names."""
-    return {axis: {side for side, rx in sides.items() if rx.search(text)} for axis, sides in _AXIS_RE.items()}
+    """The sides of each axis a text names; on the action axis, leaving out what a limit runs from."""
+    acts = _CLOCK_START.sub(" ", text)
+    return {axis: {side for side, rx in sides.items() if rx.search(acts if axis == "action" else text)}
+            for axis, sides in _AXIS_RE.items()}
 
 
 def names_a_side(word: str) -> bool:
@@ -224,7 +237,7 @@ class Ask:
     def value_stated(self, text: str) -> bool:
         """The text states the kind of value asked for (any text does for an open question)."""
         if self.kind == "duration":
-            return bool(_DURATION.search(text))
+            return bool(_DURATION.search(text) or _TIME_OF_DAY_DEADLINE.search(text))
         if self.kind == "date":
             return bool(_DATE.search(text))
         if self.kind == "amount":

@@ -25,7 +25,7 @@ _OBJECT_AFTER = {  # the ask's noun, and the words that lead to what it is of ("
     "code": (r"(?:form|code|modifier|box|field|taxonomy)s?", "for|of|on"),
 }
 _OBJECT = {kind: re.compile(
-    rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?:{lead})\s+((?:[\w'-]+\s*){{1,7}}?)"
+    rf"\b{noun}\b(?:\s+[\w'-]+){{0,4}}?\s+(?P<lead>{lead})\s+((?:[\w'-]+\s*){{1,7}}?)"
     r"(?=\s*(?:[?,.;:]|$|\b(?:when|if|under|in|with|at|by|after|before|and|or|that|who|which|is|are|do|does|"
     r"should|must|we|they|to)\b))", re.IGNORECASE) for kind, (noun, lead) in _OBJECT_AFTER.items()}
 # "Does the plan cover a gym membership", "the copay for an ambulance ride": the benefit asked about.
@@ -58,7 +58,9 @@ def object_of(question: str, kind: str, qualifiers: Iterable[re.Pattern]) -> fro
     asks about), without the programs and sides the question names (a sentence silent on those is the general rule, so it need not use them)."""
     rx = _OBJECT.get(kind)
     found = rx.search(question) if rx else None
-    phrase = found.group(1) if found else " ".join(benefit_asked(question))
+    phrase = found.group(2) if found else " ".join(benefit_asked(question))
+    if found and found.group("lead").lower() == "to":  # "the deadline to get the claim in": a verb, then its object
+        phrase = phrase.split(None, 1)[1] if len(phrase.split()) > 1 else ""
     for pattern in qualifiers:
         phrase = pattern.sub(" ", phrase)
     return frozenset(w.removesuffix("'s") for w in normalize(phrase) if w not in STOPWORDS and len(w) > 2)

@@ -40,7 +40,7 @@ import numpy as np
 import yaml
 
 from policydesk.detectors import is_claim_action, is_out_of_scope
-from policydesk.detectors.claims import mentions_action
+from policydesk.detectors.claims import mentions_action, names_what_is_asked
 from policydesk.detectors.phrasing import asks_for_information
 from policydesk.detectors.scope import asks_about_this_plan, has_plan_vocabulary
 
@@ -161,7 +161,7 @@ class IntentClassifier:
         proba = self._model.predict_proba(vec[None, :])[0]
         probs = {CLASSES[int(c)]: float(p) for c, p in zip(self._model.classes_, proba)}
         if (probs.get("claim_action", 0.0) >= self.claim_threshold and mentions_action(question)
-                and not asks_for_information(question)):
+                and not asks_for_information(question) and not names_what_is_asked(question)):
             return IntentVerdict("claim_action", probs, False, vec)
         scope_threshold = self.scope_threshold
         if asks_about_this_plan(question):

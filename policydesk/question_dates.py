@@ -43,8 +43,9 @@ _PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\b(?P<word>yesterday)\b",  # "today" is what applies with no date anyway: no warning for it
 ))
 _SMALL_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-# Words shortly before a date that make it the denial notice date.
-_DENIAL_CUE = re.compile(r"\b(?:deni(?:ed|al)|notice|letter|eob|decision|decided|determination)\b", re.IGNORECASE)
+# Words shortly before a date that make it the denial notice date (a remittance advice, "RA", is the
+# notice a claim was paid or denied on).
+_DENIAL_CUE = re.compile(r"\b(?:deni(?:ed|al)|notice|letter|eob|decision|decided|determination|remittance|ra)\b", re.IGNORECASE)
 _CUE_WINDOW = 48  # characters before the date that may carry its basis cue
 
 

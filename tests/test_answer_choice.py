@@ -217,3 +217,90 @@ def test_a_count_of_covered_units_names_the_benefit_the_sources_must_mention():
     assert "hydrotherapy" in unknown_terms("How many hydrotherapy visits a year are covered?", vocabulary)
     assert unknown_terms("How many therapy visits are covered?", vocabulary) == []
 
+
+
+def test_a_single_capital_before_a_capitalised_function_word_ends_the_sentence():
+    from policydesk.providers.blocks import sentences
+
+    text = ("Hearings for this product follow 12 USC 301 Part K. The member may ask for a hearing within 50 days. "
+            "Claims signed by Ana P. Ortiz are kept.")
+    assert sentences(text) == ["Hearings for this product follow 12 USC 301 Part K.",
+                               "The member may ask for a hearing within 50 days.",
+                               "Claims signed by Ana P. Ortiz are kept."]
+    section = chunk("HRG:v1:hearings", text, title="Member Hearings", section="Hearings")
+    result = answer("how long does a member have to ask for a hearing?", [section])
+    assert result.claims[0].text.startswith("The member may ask for a hearing within 50 days")
+
+
+def test_what_a_limit_runs_from_is_not_the_act_it_limits():
+    # "within 25 days of the plan's review decision" is when the member's clock starts, not the plan deciding
+    ask = Ask.of("the member lost the review. how long do they have to ask for an outside review?")
+    assert ask.sides["action"] == "file"
+    sentence = "A member may ask the state for an outside review within 25 days of the plan's review decision."
+    assert sides_in(sentence)["action"] == {"file"}
+    assert fit(ask, Passage(sentence)).meets
+    assert not fit(ask, Passage("The plan decides an outside review request within 40 days.")).meets
+
+
+def test_the_next_sentence_is_quoted_when_it_holds_what_the_question_asks_that_the_chosen_one_lacks():
+    hold = chunk("HOLD:v1:holds", "A member who disagrees may ask the review office for a quick review no later than "
+                 "the day before the stay ends. The stay's services continue while the review is pending.",
+                 title="Stays", section="Quick review")
+    result = answer("the member asked the review office for a quick review before the stay ends - is the stay still "
+                    "covered meanwhile, while pending?", [hold])
+    assert "services continue while the review is pending" in result.answer
+    # a next sentence about something else is not carried
+    other = chunk("HOLD:v1:other", "A member who disagrees may ask the review office for a quick review no later "
+                  "than the day before the stay ends. Parking at the office is free.", title="Stays", section="Quick review")
+    assert "Parking" not in answer("by when must the member ask the review office for a quick review?", [other]).answer
+
+
+def test_a_deadline_given_as_a_time_of_day_answers_by_when():
+    ask = Ask.of("by when does the member have to ask for the quick review?")
+    assert ask.kind == "duration"
+    assert fit(ask, Passage("The member must ask no later than 5 p.m. on the last covered day.")).meets
+    assert not fit(ask, Passage("The member may ask the review office for a quick review.")).meets
+
+
+def test_a_number_inside_a_stated_range_is_the_number_asked():
+    from policydesk.providers.choice import numbers_in
+
+    assert 7 in numbers_in("XQ | Sixth through fifteenth week of a rental")
+    assert numbers_in("days 2 to 4") == {2, 3, 4}
+    table = chunk("RNT:v1:codes", "Code | Meaning XA | First week of a rental XQ | Sixth through fifteenth week "
+                  "of a rental XZ | Part replaced as a repair", title="Rentals", section="Rental codes")
+    for question, code in (("which code goes on the 7th week of a rental?", "XQ"),
+                           ("what code do we bill for the first week of a rental", "XA")):
+        assert code in answer(question, [table]).answer
+
+
+def test_a_call_as_an_event_is_not_a_contact_point():
+    ask = Ask.of("where do members mail their grievances?")
+    assert ask.kind == "contact"
+    assert not fit(ask, Passage("A grievance made orally counts as received on the day of the call.")).meets
+    assert fit(ask, Passage("Grievances: Member Relations, PO Box 7781, Lakeview.")).meets
+    assert fit(ask, Passage("Members call Member Relations to file a grievance.")).meets
+
+
+def test_the_deadline_to_do_something_is_asked_of_what_is_done_not_of_the_verb():
+    ask = Ask.of("what's the deadline to get the fix in?")
+    assert ask.object == frozenset({"fix"})
+    assert fit(Ask.of("what's the deadline to get the replacement in?"),
+               Passage("A replacement claim must be received within 75 days of the remittance date.")).meets
+
+
+def test_an_abbreviation_is_read_from_hyphenated_words_too():
+    from policydesk.providers.choice import expand_abbreviations
+
+    texts = ["The agency gives the Notice of Home-Care Ending, form HC-2, two days ahead."]
+    assert expand_abbreviations("which form is the NOHCE?", texts) == "which form is the NOHCE (notice of home care ending)?"
+
+
+def test_whether_something_may_be_done_is_answered_with_the_limit_put_on_it():
+    section = chunk("AUD:v1:audits", "Staff who find a billing error send it to the audit desk within 3 days on form AD-2. "
+                    "Staff must not discuss the audit with the billing office.", title="Audits", section="Sending to audit")
+    result = answer("I sent a billing error to the audit desk. am I allowed to give the office a heads up?", [section])
+    assert "must not discuss the audit" in result.answer
+    # a question that is not about whether it may be done does not carry the limit
+    plain = answer("which form do staff send a billing error to the audit desk on?", [section])
+    assert "must not" not in plain.answer

@@ -522,3 +522,29 @@ def test_an_unlabelled_number_in_a_directory_row_is_an_npi_only_with_a_valid_che
     assert "member_id" in find_member_identifiers(row.format("1861472392"), plan_patterns=())
     # In a call note's line, a person named next to it makes it theirs, check digit or not.
     assert "member_id" in find_member_identifiers("Member | Ana Ruiz | 1861472391 | DOB on file", plan_patterns=())
+
+
+def test_a_relative_that_is_not_a_specific_case():
+    from policydesk.detectors.phrasing import SPECIFIC
+
+    assert not SPECIFIC.search("may we bill a visit that was never authorized on a replacement claim?")
+    assert SPECIFIC.search("may we bill that visit on a replacement claim?")
+    assert asks_for_information("can i bill a visit that was never authorized on a replacement claim?")
+
+
+def test_a_question_ending_in_a_verbless_fragment_names_what_it_asks():
+    from policydesk.detectors.claims import names_what_is_asked
+
+    assert names_what_is_asked("urgent infusion request for a senior plan member, turnaround?")
+    assert names_what_is_asked("out of network lab claim - time limit?")
+    # a request still needs no fragment to be one, and a tag or a deadline asks nothing of its own
+    assert not names_what_is_asked("reverse her denial, ok?")
+    assert not names_what_is_asked("fix the claim, today?")
+    assert not names_what_is_asked("her claim, approve?")
+    assert not names_what_is_asked("what is the time limit?")
+
+
+def test_extending_a_rules_clock_for_any_case_is_a_question_not_a_request():
+    assert not is_claim_action("can we extend the deadline on an infusion decision when records are missing?")
+    assert is_claim_action("can we extend the deadline on her infusion decision?")
+    assert is_claim_action("can we backdate the auth if we fax the form?")

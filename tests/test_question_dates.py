@@ -29,6 +29,9 @@ TODAY = date(2026, 9, 14)
     ("visit 3 weeks ago", [("date_of_service", "2026-08-24", False)]),
     ("appointment two months ago", [("date_of_service", "2026-07-14", False)]),
     ("the 12th of Sept. 2025", [("date_of_service", "2025-09-12", False)]),
+    # a remittance advice is the notice a claim was paid or denied on
+    ("replacement claim, the RA was dated June 2, 2026", [("denial_notice_date", "2026-06-02", False)]),
+    ("the remittance on the first bill is from 4/9/2026", [("denial_notice_date", "2026-04-09", False)]),
 ])
 def test_dates_written_in_words_are_read_with_their_basis(question, expected):
     found = dates_in_question(question, TODAY)

@@ -237,11 +237,17 @@ _SPECIFIC_CASE_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = tuple((re.co
 ))
 
 
+# "extend the timeframe on a drug decision": the object is the rule's clock for any case, not a case.
+_RULE_OF_ANY_CASE = re.compile(r"\s*(?:time\s*frames?|deadlines?|limits?|windows?|clocks?|timelines?)\s+(?:on|for|of)\s+"
+                               r"(?:a|an|any)\b", _I)
+
+
 def _specific_case(question: str) -> list[tuple[int, int]]:
     if _GENERIC.search(question):
         return []
     return [m.span() for pattern, needs_specific in _SPECIFIC_CASE_PATTERNS for m in pattern.finditer(question)
-            if not needs_specific or SPECIFIC.search(m.group("np")) or URGENT.search(question)]
+            if (not needs_specific or SPECIFIC.search(m.group("np")) or URGENT.search(question))
+            and not _RULE_OF_ANY_CASE.match(question, m.end())]
 
 
 _DECISION_LANGUAGE_PATTERNS = tuple(re.compile(p, _I) for p in (
@@ -284,6 +290,24 @@ def mentions_action(question: str) -> bool:
     """Any verb a claim action could be asked with: a necessary condition for the learned detector."""
     question = normalize_typos(question)
     return bool(_ACTION_WORD.search(question) or ACTION_WORD.search(question))
+
+
+# A last clause of a few words after a comma, colon or dash, with no verb a request could use
+# ("part B drug request, turnaround?", "non par provider - initial claim TFL?"): it names what is
+# asked, as a heading would. A tag ("..., ok?", "..., right?") asks nothing of its own.
+_LAST_FRAGMENT = re.compile(r"(?:[,:;]|\s[-\u2013\u2014])\s*([^,:;.?!\s][^,:;.?!]{0,40}?)\s*\?\s*$")
+_TAG = re.compile(r"^(?:ok(?:ay)?|right|yes|no|correct|please|pls|thanks|asap|now|today|then|too|either)$", _I)
+FRAGMENT_WORDS = 3
+
+
+def names_what_is_asked(question: str) -> bool:
+    """The question ends by naming what it asks for, in a verbless fragment."""
+    m = _LAST_FRAGMENT.search(question.strip())
+    if not m:
+        return False
+    fragment = m.group(1)
+    return (len(fragment.split()) <= FRAGMENT_WORDS and not _TAG.match(fragment) and not mentions_action(fragment)
+            and not SPECIFIC.search(fragment) and not URGENT.search(question))
 
 
 def _claim_action_spans(question: str) -> list[tuple[int, int]]:

@@ -25,7 +25,10 @@ def opens_with_wh(question: str) -> bool:
 
 
 # A specific case: a possessive or demonstrative ("her auth", "this claim", "the member's copay").
-SPECIFIC = re.compile(r"\b(?:this|that|these|those|her|his|their|my|our)\b|\b[\w-]+'s\b", _I)
+# "that" before a verb opens a relative clause ("a service that was never billed"), not a demonstrative.
+SPECIFIC = re.compile(
+    r"\b(?:this|these|those|her|his|their|my|our)\b|\b[\w-]+'s\b|\bthat\b(?!\s+(?:was|were|is|are|has|have|had|"
+    r"will|would|can|could|may|might|must|should|did|does|do|never|already|still|gets?|got|needs?|requires?)\b)", _I)
 # A time the rep wants it done by, or "please": what makes "can the denial be lifted ...?" a request.
 URGENT = re.compile(
     r"\b(?:today|tonight|tomorrow|right\s+now|now|right\s+away|asap|immediately|urgently|yesterday|"

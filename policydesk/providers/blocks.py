@@ -19,9 +19,11 @@ _ATTR = re.compile(r'(\w+)="([^"]*)"')
 _QUESTION_BLOCK = re.compile(r"<question>\n(.*?)\n</question>", re.DOTALL)
 _TOKEN = re.compile(r"[a-z0-9]+")
 # A sentence ends at . ! ? before a capital, digit, quote or bracket, but not after an initial or
-# a citation's abbreviation ("42 C.F.R. 438", "W. Va. Code", "No. 12").
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bNo\.)(?<!\bSec\.)(?<!\bCode\.)(?<!\bStat\.)"
-                           r"\s+(?=[A-Z0-9\"'(])")
+# a citation's abbreviation ("42 C.F.R. 438", "W. Va. Code", "No. 12"). A single capital letter is
+# a designator, not an initial, when a capitalised function word follows: "... under Subpart M. A
+# provider may ..." ends there, as a name never goes on "J. The".
+_SENTENCE_END_PATTERN = (r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bNo\.)(?<!\bSec\.)(?<!\bCode\.)(?<!\bStat\.)"
+                         r"\s+(?=[A-Z0-9\"'(])")
 _LIST_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
 _INJECTION = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?|above|previous)\b",
@@ -40,6 +42,8 @@ now of off on once only or other our out over own same she should so some such t
 them then there these they this those through to too under until up very was we were what when
 where which while who whom why will with would you your yours please tell know
 """.split())
+_SENTENCE_END = re.compile(_SENTENCE_END_PATTERN + r"|(?<=\b[A-Z]\.)\s+(?=(?:"
+                           + "|".join(sorted(w.capitalize() for w in _STOPWORDS if w != "i")) + r")\s)")
 
 
 @dataclass(frozen=True)

@@ -92,13 +92,30 @@ _ASKED_UNIT = re.compile(r"\b(?:which|what|how\s+many)\s+((?:[a-z]+\s+){1,2}?)(d
                          re.IGNORECASE)
 # A number the question gives, in any form ("after the third one" and "after three no-shows").
 NUMBER_BONUS = 0.04
-_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth").split()
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+             "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split()
 # "one" is left out: in a question it is mostly a pronoun ("the third one").
 _CARDINALS = ("two three four five six seven eight nine ten eleven twelve").split()
 _NUMBER_TOKEN = re.compile(r"(?<![\w/:.-])(\d{1,3})(?:st|nd|rd|th)?(?![\w/:]|[.-]\d)|\b(" + "|".join(_ORDINALS + _CARDINALS)
                            + r")\b", re.IGNORECASE)
+_NUMBER_ALT = r"\d{1,3}(?:st|nd|rd|th)?|" + "|".join(_ORDINALS + _CARDINALS)
+_RANGE = re.compile(rf"\b({_NUMBER_ALT})\s+(?:through|thru|to)\s+({_NUMBER_ALT})\b", re.IGNORECASE)
+MAX_RANGE = 60
 # A sentence that refers back to the one before it ("a claim for these services ...").
 _REFERS_BACK = re.compile(r"^(?:[\w'-]+\s+){0,3}?(?:this|these|those|such|the\s+same)\b", re.IGNORECASE)
+# A sentence opening with a definite noun phrase ("The provider's services ..."): what it names may
+# be what the sentence before it named.
+_DEFINITE_OPENING = re.compile(r"^(?:the|its|their)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.IGNORECASE)
+# A question whether something may be done ("am I allowed to tell them?", "can they go straight to
+# the state?") is answered by the limit put on it; when the next sentence of the passage states one
+# ("must not", "must first") and the chosen sentence does not, it is quoted too.
+_ASKS_LEAVE = re.compile(r"^\W*(?:can|could|may|am|is|are)\b|[.?!,;-]\s*(?:can|could|may|am|is|are)\s+(?:i|we|they|he|she|"
+                         r"you|it|the\s+\w+|a\s+\w+)\b|\b(?:allowed|permitted|ok(?:ay)?)\s+to\b", re.IGNORECASE)
+_RESTRICTION = re.compile(r"\b(?:must|may|can|should)\s+(?:not|never|first|only)\b|\bcannot\b|\bcan't\b|\bonly\s+(?:if|when|with|after)\b",
+                          re.IGNORECASE)
+# The next sentence of the passage is quoted too when it has this many of the question's words that
+# the chosen sentence lacks, even without referring back to it: the pair says what is asked.
+CONTINUATION_WORDS = 2
 # A wiki page or note sentence that says what a policy sentence says (cosine of the plain
 # sentences at least this) is a restatement: the binding policy sentence is quoted instead.
 RESTATEMENT_COSINE = 0.85
@@ -164,6 +181,7 @@ def question_parts(question: str) -> list[str]:
 
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}s?\b")
 _RUN_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+_WORD_PART = re.compile(r"[A-Za-z]+")  # a hyphenated word gives an initial per part too ("Non-Coverage": N, C)
 
 
 def expand_abbreviations(question: str, texts: list[str]) -> str:
@@ -175,27 +193,33 @@ def expand_abbreviations(question: str, texts: list[str]) -> str:
         return question
     counts: dict[str, Counter] = {a: Counter() for a in found}
     for text in texts:
-        words = _RUN_WORD.findall(text)
-        for i in range(len(words)):
-            for a in found:
-                run = words[i:i + len(a)]
-                if len(run) == len(a) and "".join(w[0] for w in run).upper() == a and any(len(w) > 3 for w in run):
-                    counts[a][" ".join(w.lower() for w in run)] += 1
+        for words in {tuple(_RUN_WORD.findall(text)), tuple(_WORD_PART.findall(text))}:
+            for i in range(len(words)):
+                for a in found:
+                    run = words[i:i + len(a)]
+                    if len(run) == len(a) and "".join(w[0] for w in run).upper() == a and any(len(w) > 3 for w in run):
+                        counts[a][" ".join(w.lower() for w in run)] += 1
     for a, runs in counts.items():
         if runs:
             question = re.sub(rf"\b{a}s?\b", lambda m: f"{m.group(0)} ({runs.most_common(1)[0][0]})", question, count=1)
     return question
 
 
+def _number(digits: str, word: str) -> int:
+    if digits:
+        return int(digits)
+    w = word.lower()
+    return _ORDINALS.index(w) + 1 if w in _ORDINALS else _CARDINALS.index(w) + 2
+
+
 def numbers_in(text: str) -> set[int]:
-    """The small numbers a text states, however written: "3", "3rd", "three", "third"."""
-    out = set()
-    for digits, word in _NUMBER_TOKEN.findall(text):
-        if digits:
-            out.add(int(digits))
-        else:
-            w = word.lower()
-            out.add(_ORDINALS.index(w) + 1 if w in _ORDINALS else _CARDINALS.index(w) + 2)
+    """The small numbers a text states, however written ("3", "3rd", "three", "third"), and every
+    number inside a range it states ("fourth through thirteenth month" holds the 5th)."""
+    out = {_number(*m.groups()) for m in _NUMBER_TOKEN.finditer(text)}
+    for m in _RANGE.finditer(text):
+        low, high = _number(*_NUMBER_TOKEN.fullmatch(m.group(1)).groups()), _number(*_NUMBER_TOKEN.fullmatch(m.group(2)).groups())
+        if 0 < high - low <= MAX_RANGE:
+            out.update(range(low, high + 1))
     return out
 
 
@@ -214,16 +238,28 @@ def states_asked_unit(part: str, sentence: str) -> bool:
 def _carried(c: Candidate, quotable, part: str) -> Candidate:
     """The candidate read with its neighbours in the same passage (same block, same lead-in) that
     it needs or that finish it: the sentence before, when the candidate refers back to it ("a claim
-    for these services ..."); the sentence after, when that one refers back to the candidate and
-    has words of the part the candidate lacks (the pair says what is asked, the sentence alone not)."""
+    for these services ..."); the sentence after, when it has words of the part the candidate lacks
+    (the pair says what is asked, the sentence alone not) and goes on about the candidate, or has
+    several such words."""
     near = {s: (text, lead) for b, s, text, lead in quotable if b == c.block_index}
     before, after, lead = near.get(c.sentence_index - 1), near.get(c.sentence_index + 1), c.lead_in
     if before and before[1] == lead and _REFERS_BACK.search(c.sentence):
         c = replace(c, lead_in=" ".join(p for p in (lead, before[0]) if p))
-    if after and after[1] == lead and _REFERS_BACK.search(after[0]) \
-            and (terms(part) & terms(after[0])) - terms(f"{c.lead_in} {c.sentence}"):
-        c = replace(c, continuation=after[0])
+    if after and after[1] == lead:
+        lacking = (terms(part) & terms(after[0])) - terms(f"{c.lead_in} {c.sentence}")
+        restricts = _ASKS_LEAVE.search(part) and _RESTRICTION.search(after[0]) and not _RESTRICTION.search(c.sentence)
+        if len(lacking) >= CONTINUATION_WORDS or (lacking and _goes_on(after[0], c.sentence)) or restricts:
+            c = replace(c, continuation=after[0])
     return c
+
+
+def _goes_on(after: str, sentence: str) -> bool:
+    """The next sentence goes on about this one: it refers back ("these services ..."), or its opening
+    noun phrase is definite and names what this one does ("The provider's services continue ...")."""
+    if _REFERS_BACK.search(after):
+        return True
+    opening = _DEFINITE_OPENING.match(after)
+    return bool(opening and terms(opening.group(0)) & terms(sentence))
 
 
 def states_value(sentence: str) -> bool:
