@@ -66,6 +66,54 @@ _SCOPE = ("s.access_level = ANY (levels) AND (NOT s.sensitive OR cleared) "
           "AND (product = '' OR s.line_of_business IS NULL OR s.line_of_business ? product)")
 
 
+def _search_function(statement: str) -> str:
+    """`policydesk_text_search` running this statement on its variables (levels, cleared,
+    product, q, narrowed, n)."""
+    return f"""
+        CREATE OR REPLACE FUNCTION policydesk_text_search(query text, k integer, candidates integer DEFAULT 8000)
+          RETURNS TABLE (node_id varchar, rank real)
+          LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+          ROWS 20
+        AS $$
+        #variable_conflict use_column
+        DECLARE
+          levels text[] := string_to_array(current_setting('policydesk.levels', true), ',');
+          cleared boolean := current_setting('policydesk.sensitive', true) = 'on';
+          product text := coalesce(current_setting('policydesk.line_of_business', true), '');
+          q tsquery := to_tsquery('english'::regconfig, query);
+          narrowed tsquery := public.policydesk_text_candidates(query, candidates);
+          n integer := greatest(least(k, 200), 0);
+        BEGIN
+          RETURN QUERY
+{statement}
+        END $$;
+    """
+
+
+_DISTINCT_TEXT_STATEMENT = f"""
+            SELECT u.id::varchar, t.rank
+            FROM (SELECT c.node_ids, ts_rank(c.tsv, q) AS rank
+                  FROM (SELECT s.node_ids, s.tsv FROM public.chunk_search s
+                        WHERE s.tsv @@ coalesce(narrowed, q) AND {_SCOPE}
+                        OFFSET 0) c
+                  WHERE c.tsv @@ q
+                  ORDER BY rank DESC
+                  FETCH FIRST (n) ROWS WITH TIES) t,
+                 unnest(t.node_ids) AS u(id)
+            ORDER BY t.rank DESC, u.id
+            LIMIT n;
+"""
+_PER_CHUNK_STATEMENT = f"""
+            SELECT c.node_id, ts_rank(c.tsv, q) AS rank
+            FROM (SELECT s.node_id, s.tsv FROM public.chunk_search s
+                  WHERE s.tsv @@ coalesce(narrowed, q) AND {_SCOPE}
+                  OFFSET 0) c
+            WHERE c.tsv @@ q
+            ORDER BY rank DESC, c.node_id
+            LIMIT n;
+"""
+
+
 def _sync_function(name: str, body: str) -> str:
     return f"""
         CREATE OR REPLACE FUNCTION {name}() RETURNS trigger
@@ -103,33 +151,7 @@ def upgrade() -> None:
         {_sync_function("policydesk_chunk_search_update", _DROP_IDS + _SUBTRACT_COUNTS + _ADD_IDS + _ADD_COUNTS)}
         {_sync_function("policydesk_chunk_search_delete", _DROP_IDS + _SUBTRACT_COUNTS)}
 
-        CREATE OR REPLACE FUNCTION policydesk_text_search(query text, k integer, candidates integer DEFAULT 8000)
-          RETURNS TABLE (node_id varchar, rank real)
-          LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-          ROWS 20
-        AS $$
-        #variable_conflict use_column
-        DECLARE
-          levels text[] := string_to_array(current_setting('policydesk.levels', true), ',');
-          cleared boolean := current_setting('policydesk.sensitive', true) = 'on';
-          product text := coalesce(current_setting('policydesk.line_of_business', true), '');
-          q tsquery := to_tsquery('english'::regconfig, query);
-          narrowed tsquery := public.policydesk_text_candidates(query, candidates);
-          n integer := greatest(least(k, 200), 0);
-        BEGIN
-          RETURN QUERY
-            SELECT u.id::varchar, t.rank
-            FROM (SELECT c.node_ids, ts_rank(c.tsv, q) AS rank
-                  FROM (SELECT s.node_ids, s.tsv FROM public.chunk_search s
-                        WHERE s.tsv @@ coalesce(narrowed, q) AND {_SCOPE}
-                        OFFSET 0) c
-                  WHERE c.tsv @@ q
-                  ORDER BY rank DESC
-                  FETCH FIRST (n) ROWS WITH TIES) t,
-                 unnest(t.node_ids) AS u(id)
-            ORDER BY t.rank DESC, u.id
-            LIMIT n;
-        END $$;
+{_search_function(_DISTINCT_TEXT_STATEMENT)}
         """
     )
 
@@ -163,29 +185,7 @@ def downgrade() -> None:
         {_sync_function("policydesk_chunk_search_update",
                         _PER_CHUNK_DELETE + _SUBTRACT_COUNTS + _PER_CHUNK_INSERT + _ADD_COUNTS)}
         {_sync_function("policydesk_chunk_search_delete", _PER_CHUNK_DELETE + _SUBTRACT_COUNTS)}
-        CREATE OR REPLACE FUNCTION policydesk_text_search(query text, k integer, candidates integer DEFAULT 8000)
-          RETURNS TABLE (node_id varchar, rank real)
-          LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-          ROWS 20
-        AS $$
-        #variable_conflict use_column
-        DECLARE
-          levels text[] := string_to_array(current_setting('policydesk.levels', true), ',');
-          cleared boolean := current_setting('policydesk.sensitive', true) = 'on';
-          product text := coalesce(current_setting('policydesk.line_of_business', true), '');
-          q tsquery := to_tsquery('english'::regconfig, query);
-          narrowed tsquery := public.policydesk_text_candidates(query, candidates);
-          n integer := greatest(least(k, 200), 0);
-        BEGIN
-          RETURN QUERY
-            SELECT c.node_id, ts_rank(c.tsv, q) AS rank
-            FROM (SELECT s.node_id, s.tsv FROM public.chunk_search s
-                  WHERE s.tsv @@ coalesce(narrowed, q) AND {_SCOPE}
-                  OFFSET 0) c
-            WHERE c.tsv @@ q
-            ORDER BY rank DESC, c.node_id
-            LIMIT n;
-        END $$;
+{_search_function(_PER_CHUNK_STATEMENT)}
         """
     )
 
