@@ -53,10 +53,12 @@ log = logging.getLogger(__name__)
 RARE_MAX_SECTIONS = 1
 
 
-def _question_grams(question: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+@lru_cache(maxsize=256)
+def _question_grams(question: str) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
     """The phrases a question may name a subject by: first its own 1-3 word phrases, with and
     without its function words, and content words one apart; then, only if none of those is
-    gated, two words in either order within a short window."""
+    gated, two words in either order within a short window. Cached: the gate looks the phrases
+    up, then finds which of them were gated."""
     tokens = normalize(question)
     # the same words with the question's function words left out ("a complaint must be reported" names
     # "complaint report"), and two of them one content word apart ("complaints the plan has to report")
@@ -64,7 +66,7 @@ def _question_grams(question: str) -> tuple[list[tuple[str, ...]], list[tuple[st
     first = list(ngrams(tokens)) + [g for g in ngrams(content) if len(g) > 1] + list(zip(content, content[2:]))
     # "review a call dispute" names "dispute review"
     pairs = [(b, a) for i in range(len(tokens)) for j, a in enumerate(tokens[i:i + 4]) for b in tokens[i + j + 1:i + 4]]
-    return first, pairs
+    return tuple(first), tuple(pairs)
 
 
 def question_hits(question: str, phrases) -> list[tuple[str, ...]]:
@@ -82,8 +84,11 @@ def question_phrases(question: str) -> set[tuple[str, ...]]:
 
 # ---------------------------------------------------------------------- from the database
 
+# Changes with every ingest that adds, removes or rewrites a version (a version rewritten in place
+# keeps its ingested_at and moves its text_changed_at).
 _SIGNATURE_SQL = text(
-    "SELECT count(*), coalesce(max(ingested_at)::text, ''), coalesce(sum(version), 0) FROM document_versions"
+    "SELECT count(*), coalesce(max(ingested_at)::text, ''), coalesce(max(text_changed_at)::text, ''), "
+    "coalesce(sum(version), 0) FROM document_versions"
 )
 _READABLE = "{t}.access_level = ANY(CAST(:levels AS text[])) AND (NOT {t}.sensitive OR :sensitive)"
 # Subjects of versions the caller may not read that no readable chunk says, with a word that at
@@ -95,8 +100,11 @@ _GATED_SQL = text(
     "AND EXISTS (SELECT 1 FROM unnest(string_to_array(c.term, ' ')) AS w(word) WHERE coalesce((SELECT sum(t.chunks) "
     f"FROM topic_terms t WHERE t.kind = 'word' AND t.term = w.word AND {_READABLE.format(t='t')}), 0) <= :rare)")
 _VOCABULARY_SQL = text(
-    "SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'initials', 'label') "
+    "SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'label') "
     f"AND {_READABLE.format(t='t')}")
+_INITIALS_SQL = text(
+    "SELECT 1 FROM topic_terms t WHERE t.kind = 'initials' AND t.term = :term "
+    f"AND {_READABLE.format(t='t')} LIMIT 1")
 _PENDING_SQL = text("SELECT policydesk_topic_terms_pending()")
 _COUNT_SQL = text("SELECT count(*) FROM data_chunks")
 _VECTORS_SQL = text(
@@ -145,6 +153,28 @@ def _vector_index(rows) -> tuple | None:
     buckets = [(r.access_level, bool(r.sensitive)) for r in rows]
     subject = np.array([r.source_type != CALL_NOTE for r in rows])
     return matrix, buckets, subject, {}
+
+
+class StoredInitials:
+    """A clearance's run initials, looked up a word at a time: a large corpus holds about one per
+    chunk (a million at 10^6 chunks), too many to load for each role after every ingest, while a
+    question asks about a handful. Answers are cached with the vocabulary that holds them."""
+
+    MAX_CACHED = 10_000
+
+    def __init__(self, gate: "CorpusTopicGate", clearance: Clearance) -> None:
+        self._gate = gate
+        self._params = _params(clearance)
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str):
+            return False
+        if word not in self._known:
+            if len(self._known) >= self.MAX_CACHED:
+                self._known.clear()
+            self._known[word] = bool(self._gate._read(_INITIALS_SQL, term=word, **self._params))
+        return self._known[word]
 
 
 def _params(clearance: Clearance, **more) -> dict:
@@ -217,12 +247,12 @@ class CorpusTopicGate:
         self.refresh()
         key = self._key(clearance)
         if key not in self._vocabularies:
-            kinds: dict[str, set[str]] = {"word": set(), "part": set(), "initials": set(), "label": set()}
+            kinds: dict[str, set[str]] = {"word": set(), "part": set(), "label": set()}
             for r in self._read(_VOCABULARY_SQL, **_params(clearance)):
                 kinds[r.kind].add(r.term)
             labels = frozenset(tuple(t.split(LABEL_SEPARATOR, 1)) for t in kinds["label"])
             self._vocabularies[key] = Vocabulary(frozenset(kinds["word"] | kinds["part"]),
-                                                 frozenset(kinds["initials"]), labels)
+                                                 StoredInitials(self, clearance), labels)
         return self._vocabularies[key]
 
     def nearest(self, clearance: Clearance, vector) -> tuple[float, float]:

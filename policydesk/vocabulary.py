@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from policydesk.answerability import names_a_side
@@ -72,7 +72,7 @@ def _within_one_edit(a: str, b: str) -> bool:
 @dataclass(frozen=True)
 class Vocabulary:
     words: frozenset[str]  # folded words of every readable title, heading and text
-    initials: frozenset[str]  # initials of runs of 2-5 readable content words ("timely filing limit" -> tfl)
+    initials: Container[str]  # initials of runs of 2-5 readable content words ("timely filing limit" -> tfl)
     labels: frozenset[tuple[str, str]] = frozenset()  # "Northwind Choice (commercial)" as (name, label)
     _sorted: tuple[str, ...] = field(default=(), compare=False, repr=False)
 

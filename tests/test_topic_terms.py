@@ -179,3 +179,16 @@ def test_emptying_the_chunks_empties_the_terms(db):
         conn.execute(text("TRUNCATE data_chunks"))
     assert _tables(db) == (set(), set())
     assert not _gated(db, "rep")
+
+
+def test_initials_are_looked_up_in_the_callers_scope_and_follow_the_corpus(db, embed_model, settings, corpus):
+    """An abbreviation is known when a run of words the caller may read spells it, and only then."""
+    gate = CorpusTopicGate(db, max_age_seconds=0)
+    rep, supervisor = clearance_for("rep"), clearance_for("supervisor")
+    assert gate.vocabulary(rep).knows("CCS")  # "corrected claim ... sent", public
+    assert not gate.vocabulary(rep).knows("BCCS")  # "broker commission clawback schedule", restricted
+    assert gate.vocabulary(supervisor).knows("BCCS")
+    (corpus / "wiki" / "brokers.md").write_text("# Broker Payments\n\n## Timing\n\nAgent fees are paid monthly.\n")
+    ingest_directory(db, corpus, embed_model, settings)
+    assert not gate.vocabulary(supervisor).knows("BCCS")  # no readable text spells it any more
+    assert gate.vocabulary(supervisor).knows("AFP")  # "agent fees ... paid"
