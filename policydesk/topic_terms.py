@@ -33,6 +33,7 @@ CALL_NOTE = "call_note"
 # written once per MERGE_KEYS distinct (kind, term, bucket) keys (or at the end).
 BATCH_CHUNKS = 5000
 MERGE_KEYS = 2_000_000
+VACUUM_AFTER_CHUNKS = 50_000  # a catch-up this large vacuums the queue and the terms after it
 _LOCK = 0x70642D74  # the catch-up's advisory lock key
 _LOG_EVERY = 100_000  # chunks between progress lines of a long catch-up (a bulk load, a first start)
 
@@ -182,6 +183,13 @@ def catch_up(conn) -> CatchUp:
 
 
 def catch_up_database(db) -> CatchUp:
-    """`catch_up` in a transaction of its own on the owner engine (start-up, after a bulk load)."""
+    """`catch_up` in a transaction of its own on the owner engine (start-up, after a bulk load).
+    A large catch-up is followed by a VACUUM of the queue: its deleted rows would otherwise be
+    read by every pending count (readiness, the gate) until autovacuum gets to them."""
     with db.owner.begin() as conn:
-        return catch_up(conn)
+        done = catch_up(conn)
+    if done.chunks >= VACUUM_AFTER_CHUNKS:
+        with db.owner.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+                text("VACUUM (ANALYZE) topic_terms_pending, topic_terms, topic_candidates"))
+    return done

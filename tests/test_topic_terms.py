@@ -192,3 +192,18 @@ def test_initials_are_looked_up_in_the_callers_scope_and_follow_the_corpus(db, e
     ingest_directory(db, corpus, embed_model, settings)
     assert not gate.vocabulary(supervisor).knows("BCCS")  # no readable text spells it any more
     assert gate.vocabulary(supervisor).knows("AFP")  # "agent fees ... paid"
+
+
+def test_a_large_catch_up_vacuums_the_queue_it_emptied(db, monkeypatch):
+    """The queue's deleted rows would be read by every pending count until autovacuum came."""
+    import policydesk.topic_terms as topic_terms
+
+    with db.owner.begin() as conn:
+        _queue_every_chunk(conn)
+    monkeypatch.setattr(topic_terms, "VACUUM_AFTER_CHUNKS", 1)
+    assert catch_up_database(db).chunks > 0
+    with db.owner.connect() as conn:
+        vacuumed = conn.execute(text("SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables "
+                                     "WHERE relname = 'topic_terms_pending'")).scalar_one()
+        assert conn.execute(text("SELECT count(*) FROM topic_terms_pending")).scalar_one() == 0
+    assert vacuumed
