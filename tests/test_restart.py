@@ -85,7 +85,7 @@ def served(tmp_path_factory, embed_model):
     server.should_exit = True
     thread.join(10)
     db.dispose()
-    stop_embedded_server(data_dir)
+    stop_embedded_server(data_dir, force=True)
 
 
 @pytest.fixture

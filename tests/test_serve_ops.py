@@ -83,7 +83,7 @@ def served(tmp_path_factory, embed_model):
     finally:
         stop(proc)
         db.dispose()
-        stop_embedded_server(data_dir)
+        stop_embedded_server(data_dir, force=True)
 
 
 def ask(served, question: str, headers: dict | None = None) -> httpx.Response:

@@ -96,7 +96,7 @@ def served(tmp_path_factory, embed_model):
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(60)
         db.dispose()
-        stop_embedded_server(data_dir)
+        stop_embedded_server(data_dir, force=True)
 
 
 def _new_user(db, role: str = "rep") -> str:

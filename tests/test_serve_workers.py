@@ -76,7 +76,7 @@ def served(tmp_path_factory, embed_model):
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
         db.dispose()
-        stop_embedded_server(data_dir)
+        stop_embedded_server(data_dir, force=True)
 
 
 def _sign_in(url: str, name: str) -> tuple[dict, str]:

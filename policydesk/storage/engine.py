@@ -49,11 +49,15 @@ def embedded_server(data_dir: Path):
     return _embedded_servers[pgdata]
 
 
-def stop_embedded_server(data_dir: Path) -> None:
-    """Stop and forget the embedded Postgres under `data_dir/pg` (a test that takes one down uses its own)."""
+def stop_embedded_server(data_dir: Path, *, force: bool = False) -> None:
+    """Give back this process's handle on the embedded Postgres under `data_dir/pg`; the server
+    stops with the last handle. `force` stops it even if a handle is left: one from a process
+    that exited without giving it back (a test that started servers in that data dir and ended them)."""
     server = _embedded_servers.pop(Path(data_dir).expanduser().resolve() / "pg", None)
     if server is not None:
         server.cleanup()
+        if force:
+            server.stop()
 
 
 def stop_embedded_servers() -> None:
