@@ -304,7 +304,7 @@ class SentenceChooser:
         chosen: list[Candidate] = []
         texts = [f"{b.title} {b.section} {b.text}" for b in blocks]
         for part in question_parts(question):
-            part_ask = Ask.of(part, programs, chosen_program)
+            part_ask = Ask.of(part, programs, chosen_program).in_context(texts)
             ask = replace(part_ask, programs=part_ask.programs | whole.programs)
             ranked = self._rank(expand_abbreviations(part, texts), blocks, quotable, vectors, ask, named, dates)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
