@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from policydesk.asked_act import Act, act_asked, actor_asked, counted_noun, counts, sentence_actors, speaks_of_act
+from policydesk.asked_act import Act, act_asked, actor_asked, counted_noun, counts, requested, sentence_actors, speaks_of_act
 from policydesk.asked_object import object_of, speaks_of
 from policydesk.plan_names import (
     Programs,
@@ -220,6 +220,7 @@ class Ask:
     actor: str | None = None  # the party the question says acts ("does a provider have to ask")
     act: Act | None = None  # a deadline's own act and what it is done to ("have to pay the premium")
     counted: str | None = None  # what a count question counts ("how many visits")
+    requested: frozenset[str] = frozenset()  # what the asker is to ask for ("an external review")
 
     @classmethod
     def of(cls, question: str, programs: Programs | Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
@@ -241,7 +242,8 @@ class Ask:
                    priced=_price_stem(priced.group(1)) if priced else None, object=object_of(question, kind, [*patterns.values(), *_SIDE_PATTERNS]),
                    asker_files=sides.get("action") == "file" and bool(_ASKER_ACTS.search(question)),
                    actor=actor_asked(question), counted=counted_noun(question) if kind == "count" else None,
-                   act=act_asked(question, [*patterns.values(), *_SIDE_PATTERNS]) if kind == "duration" else None)
+                   act=act_asked(question, [*patterns.values(), *_SIDE_PATTERNS]) if kind == "duration" else None,
+                   requested=requested(question, [*patterns.values(), *_SIDE_PATTERNS]))
 
     def in_context(self, texts: Iterable[str]) -> "Ask":
         """The ask as the sources in play can meet it (see `Act.in_context`)."""
@@ -314,6 +316,8 @@ def fit(ask: Ask, passage: Passage) -> Fit:
         unmet.append(f"prices no {ask.priced}")
     elif ask.object and not speaks_of(ask.object, passage.scope_text):
         unmet.append(f"speaks not of {' '.join(sorted(ask.object))}")
+    elif ask.requested and not speaks_of(ask.requested, passage.scope_text):
+        unmet.append(f"speaks not of {' '.join(sorted(ask.requested))}")
     elif ask.counted and not counts(ask.counted, passage.sentence):
         unmet.append(f"counts no {ask.counted}")
     elif ask.act and not speaks_of_act(ask.act, passage.scope_text):

@@ -12,6 +12,8 @@ visits. Three checks, each firing only when the question says the thing plainly:
   the premium") is met only by a passage speaking of that act (where the sources use its verb at
   all) and of what it is done to.
 - *counted*: "how many visits" is met only by a sentence giving a number of visits.
+- *requested*: "how long to ask for an independent review" is met only by a passage speaking of
+  that review (most of its words), not by the limit to request a reconsideration.
 
 Nothing here names a plan or a document: the party words are the party axis's, verbs are English.
 """
@@ -109,6 +111,24 @@ def _uses_verb(verb: str, text: str) -> bool:
 def speaks_of_act(act: Act, text: str) -> bool:
     """The text speaks of the act (where the sources use its verb) and of what it is done to."""
     return (not act.verb_used or _uses_verb(act.verb, text)) and (not act.object or speaks_of(act.object, text))
+
+
+# What the asker is to ask for: "have to ask the state for an independent review", "to request a
+# fair hearing". A limit to request one kind of review is not the limit to request another.
+_REQUESTED = re.compile(
+    r"\b(?:to|they|we|i|you|he|she)\s+(?:ask\s+(?:[\w'-]+\s+){0,3}?for|request)\s+"
+    r"(?:(?:a|an|the|their|our|his|her|its|this|that)\s+)?(?P<object>(?:[\w'-]+\s+){0,3}?[\w'-]+)"
+    r"(?=\s*(?:[?,.;:]|$|\b(?:in|to|for|from|on|with|by|before|after|within|if|when|at|of|during|so|and|or|once)\b))",
+    re.I)
+
+
+def requested(question: str, qualifiers=()) -> frozenset[str]:
+    """The folded content words of what the question's asker is to ask for, without programs and sides."""
+    m = _REQUESTED.search(question)
+    phrase = m.group("object") if m else ""
+    for pattern in qualifiers:
+        phrase = pattern.sub(" ", phrase)
+    return frozenset(w for w in normalize(phrase) if w not in STOPWORDS and len(w) > 2)
 
 
 # "How many occupational therapy visits ...", "how many pairs of glasses ...": the counted noun is

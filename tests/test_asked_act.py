@@ -53,3 +53,13 @@ def test_a_benefit_maximum_is_a_dollar_amount_of_a_maximum():
     assert not fit(ask, Passage("There is no copayment for an eye exam.")).meets
     assert not fit(ask, Passage("The copayment for an eye exam is $10.")).meets
     assert fit(ask, Passage("Frames are covered up to a maximum of $150 a year.")).meets
+
+
+def test_a_limit_to_request_one_review_is_not_the_limit_to_request_another():
+    ask = Ask.of("how long does an out-of-state clinic have to ask the board for a peer hearing?")
+    assert ask.requested == frozenset({"peer", "hear"})
+    assert not fit(ask, Passage("A clinic may request a payment reconsideration within 60 days.")).meets
+    assert fit(ask, Passage("A clinic may ask the board for a peer hearing within 30 days of the notice.")).meets
+    # an abbreviation of the asked thing is spoken of by the word it starts
+    assert fit(Ask.of("how long do we have to request a recon?"),
+               Passage("A reconsideration must be requested within 90 days.")).meets
