@@ -304,3 +304,21 @@ def test_whether_something_may_be_done_is_answered_with_the_limit_put_on_it():
     # a question that is not about whether it may be done does not carry the limit
     plain = answer("which form do staff send a billing error to the audit desk on?", [section])
     assert "must not" not in plain.answer
+
+
+def test_asking_by_how_much_a_clock_grows_quotes_the_sentence_stating_the_extension():
+    section = chunk("REF:v1:timeframes", "(c) Ongoing care. A request to extend an approved referral stay "
+                    "is decided within 48 hours of receipt. (d) Longer reviews. A decision may be "
+                    "extended once by up to 10 business days when more records are needed.",
+                    title="Referral Timeframes", section="Timeframes")
+    result = answer("can a referral decision be extended, and by how many days?", [section])
+    assert result.answerable and "10 business days" in result.claims[0].text
+
+
+def test_by_how_much_asks_for_the_size_of_a_change_and_by_up_to_n_states_one():
+    from policydesk.providers.specific import asks_change_size, states_change_size
+    assert asks_change_size("can the review be extended, and by how many days?")
+    assert not asks_change_size("how many days does the review take?")
+    assert states_change_size("A decision may be extended once by up to 10 business days.")
+    assert states_change_size("The window grows by 30 days.")
+    assert not states_change_size("A request to extend a stay is decided within 48 hours.")
