@@ -258,7 +258,7 @@ def test_the_next_sentence_is_quoted_when_it_holds_what_the_question_asks_that_t
 def test_a_deadline_given_as_a_time_of_day_answers_by_when():
     ask = Ask.of("by when does the member have to ask for the quick review?")
     assert ask.kind == "duration"
-    assert fit(ask, Passage("The member must ask no later than 5 p.m. on the last covered day.")).meets
+    assert fit(ask, Passage("The member must ask no later than 5 p.m. on the last covered day.", heading="Quick Review")).meets
     assert not fit(ask, Passage("The member may ask the review office for a quick review.")).meets
 
 
