@@ -322,3 +322,17 @@ def test_by_how_much_asks_for_the_size_of_a_change_and_by_up_to_n_states_one():
     assert states_change_size("A decision may be extended once by up to 10 business days.")
     assert states_change_size("The window grows by 30 days.")
     assert not states_change_size("A request to extend a stay is decided within 48 hours.")
+
+
+def test_a_sentence_opening_to_do_so_is_read_with_the_sentence_whose_act_it_continues():
+    from policydesk.providers.blocks import passages
+    text = ("A Medicaid member whose home care is being cut may keep it during a hearing. To do so the member "
+            "must ask within 8 calendar days of the notice.")
+    assert passages(text)[1] == ("To do so the member must ask within 8 calendar days of the notice.",
+                                 "A Medicaid member whose home care is being cut may keep it during a hearing.")
+    section = chunk("HRG:v1:keeping-care", text, title="Hearings", section="Keeping care during a hearing")
+    kept = answer("medicaid member wants to keep home care going during the hearing, what's the deadline?", [section])
+    assert kept.answerable and "8 calendar days" in kept.claims[0].text
+    # the program read from the carried sentence: another program's question is not met by it
+    assert not fit(Ask.of("commercial member, deadline to keep home care during the hearing?", PROGRAMS),
+                   Passage(passages(text)[1][0], lead_in=passages(text)[1][1])).meets
