@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from policydesk.asked_act import Act, act_asked, actor_asked, counted_noun, counts, requested, sentence_actors, speaks_of_act
 from policydesk.asked_object import object_of, speaks_of
 from policydesk.plan_names import (
     Programs,
@@ -134,9 +133,7 @@ _ASKS: tuple[tuple[str, re.Pattern], ...] = (
         r"\bhow\s+much\s+(?:is|does|do|will|would|can)\b.*\b(?:pay|paid|cost|charge|reimburse\w*|owe)\b|"
         r"\bwhat\s+(?:does|do|will)\s+(?:the\s+plan|we|it|[A-Z][\w-]+)\s+pay\b|\bpaid\s+at\s+what\b|\$|"
         r"\b(?:what|how\s+much)\s+(?:is|are|was|were)\s+the\s+(?:[\w-]+\s+){0,3}(?:payments?|rates?|premiums?|"
-        r"fees?|charges?|interest|amounts?)\b|\binterest\s+rate\b|"
-        # a benefit maximum is a dollar amount ("the annual dental benefit maximum", "out-of-pocket max")
-        r"\b(?:out[- ]of[- ]pocket|benefit|annual|yearly|lifetime|dollar)\s+max(?:imum)?\b", re.IGNORECASE)),
+        r"fees?|charges?|interest|amounts?)\b|\binterest\s+rate\b", re.IGNORECASE)),
     ("number", re.compile(
         r"\b(?:fax|(?:tele)?phone\s+(?:number|line)|tty|toll[- ]free)\b|\bwhat\s+number\b|\bwho\s+do\s+(?:i|we|they)\s+call\b"
         r"|\bnumber\s+(?:to|for)\s+call\b", re.IGNORECASE)),
@@ -178,8 +175,7 @@ def ask_kind(question: str) -> str:
 _CODE_VALUE = re.compile(r"(?-i:(?<![\w|])[A-Z][A-Z0-9]{1,4}(?=\s+\|))|\b[A-Z]{1,5}-?\d{2,}[A-Z0-9-]*\b|\b\d{2}-?\d{7,8}\b|\b(?:box|field|item|modifier|code)\s+[A-Z0-9]{1,5}\b|"
                          r"\b[A-Z]\d{4}\b|\b\d{5}\b", re.IGNORECASE)
 # What an amount is asked of: the sentence must price that ("premium" is not "copayment").
-_PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge|"
-                     r"maximum|max)s?\b",
+_PRICED = re.compile(r"\b(copay|co-pay|copayment|coinsurance|deductible|premium|fee|interest|payment|rate|charge)s?\b",
                      re.IGNORECASE)
 
 # What a limit runs from ("within 30 days of the plan's appeal decision", "from the date of the
@@ -217,10 +213,6 @@ class Ask:
     programs: frozenset[str] = frozenset()  # product names the question (or the asker) chose
     known_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # every program, with the plan's names for it
     asker_files: bool = False  # the question asks how long the asker has to file or send
-    actor: str | None = None  # the party the question says acts ("does a provider have to ask")
-    act: Act | None = None  # a deadline's own act and what it is done to ("have to pay the premium")
-    counted: str | None = None  # what a count question counts ("how many visits")
-    requested: frozenset[str] = frozenset()  # what the asker is to ask for ("an external review")
 
     @classmethod
     def of(cls, question: str, programs: Programs | Sequence[str] = (), chosen_program: str | None = None) -> "Ask":
@@ -240,14 +232,7 @@ class Ask:
         priced = _PRICED.search(question) if kind == "amount" else None
         return cls(kind=kind, sides=sides, programs=frozenset(chosen), known_programs=tuple(as_programs(programs).items()),
                    priced=_price_stem(priced.group(1)) if priced else None, object=object_of(question, kind, [*patterns.values(), *_SIDE_PATTERNS]),
-                   asker_files=sides.get("action") == "file" and bool(_ASKER_ACTS.search(question)),
-                   actor=actor_asked(question), counted=counted_noun(question) if kind == "count" else None,
-                   act=act_asked(question, [*patterns.values(), *_SIDE_PATTERNS]) if kind == "duration" else None,
-                   requested=requested(question, [*patterns.values(), *_SIDE_PATTERNS]))
-
-    def in_context(self, texts: Iterable[str]) -> "Ask":
-        """The ask as the sources in play can meet it (see `Act.in_context`)."""
-        return replace(self, act=self.act.in_context(texts)) if self.act else self
+                   asker_files=sides.get("action") == "file" and bool(_ASKER_ACTS.search(question)))
 
     def value_stated(self, text: str) -> bool:
         """The text states the kind of value asked for (any text does for an open question)."""
@@ -316,14 +301,6 @@ def fit(ask: Ask, passage: Passage) -> Fit:
         unmet.append(f"prices no {ask.priced}")
     elif ask.object and not speaks_of(ask.object, passage.scope_text):
         unmet.append(f"speaks not of {' '.join(sorted(ask.object))}")
-    elif ask.requested and not speaks_of(ask.requested, passage.scope_text):
-        unmet.append(f"speaks not of {' '.join(sorted(ask.requested))}")
-    elif ask.counted and not counts(ask.counted, passage.sentence):
-        unmet.append(f"counts no {ask.counted}")
-    elif ask.act and not speaks_of_act(ask.act, passage.scope_text):
-        unmet.append(f"speaks not of the act: {ask.act.verb}")
-    if ask.actor and (doers := sentence_actors(passage.sentence)) and ask.actor not in doers:
-        unmet.append(f"actor: {'/'.join(sorted(doers))}, not {ask.actor}")
     in_scope = sides_in(passage.scope_text)
     in_sentence = sides_in(passage.sentence)  # a subsection title ("(e) Payment requests.") names a topic
     if ask.asker_files and plan_acts(passage.sentence, ask.known_programs):
@@ -350,7 +327,7 @@ def fit(ask: Ask, passage: Passage) -> Fit:
 
 def _price_stem(word: str) -> str:
     word = word.lower().replace("-", "")
-    return "copay" if word.startswith("copay") else "max" if word.startswith("max") else word
+    return "copay" if word.startswith("copay") else word
 
 
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z-]{2,}|[A-Z]{2,}\d*|\d{4}-\d+")

@@ -548,11 +548,3 @@ def test_extending_a_rules_clock_for_any_case_is_a_question_not_a_request():
     assert not is_claim_action("can we extend the deadline on an infusion decision when records are missing?")
     assert is_claim_action("can we extend the deadline on her infusion decision?")
     assert is_claim_action("can we backdate the auth if we fax the form?")
-
-
-def test_what_happens_to_claims_while_a_process_runs_is_a_question_not_a_claim_action():
-    assert not is_claim_action("the provider updated the member's address. will their claims be rejected while it's verified?")
-    assert not is_claim_action("would his claims get paid during the review?")
-    # without the process, the same words still ask for a decision on a claim
-    assert is_claim_action("will her claim be paid today?")
-    assert is_claim_action("should their claims be approved?")

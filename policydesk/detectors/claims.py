@@ -310,19 +310,13 @@ def names_what_is_asked(question: str) -> bool:
             and not SPECIFIC.search(fragment) and not URGENT.search(question))
 
 
-# "will their claims get denied while the plan checks it?": what happens to claims during a process is
-# the rule's effect, asked as a prediction, not a request to act on them.
-_DURING_PROCESS = re.compile(r"\s+(?:while|during|until|pending)\b", _I)
-_PREDICTION = re.compile(r"\b(?:will|would)\b", _I)
-
-
 def _claim_action_spans(question: str) -> list[tuple[int, int]]:
     spans = [m.span() for p in _CLAIM_ACTION_PATTERNS for m in p.finditer(question)]
     spans += case_action_spans(question)
     if not opens_with_wh(question):
         spans += [m.span() for p in _WANTED_PATTERNS for m in p.finditer(question)]
         spans += _specific_case(question)
-    return [(a, b) for a, b in spans if not (_PREDICTION.match(question, a) and _DURING_PROCESS.match(question, b))]
+    return spans
 
 
 def is_claim_action(question: str) -> bool:

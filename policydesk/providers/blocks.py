@@ -150,7 +150,6 @@ def _normal(text: str) -> str:
 # "(b) Corrected claims." or "2. Expedited appeals:": a lettered or numbered subsection's own short
 # title, which the sentences after it need to be understood.
 _MARKER = re.compile(r"^\s*(?:\(?[a-zA-Z0-9]{1,3}\)|[a-zA-Z0-9]{1,3}[.)])\s+")
-_DOES_THAT = re.compile(r"(?:to\s+do\s+so|doing\s+so|if\s+so|in\s+that\s+case)\b", re.IGNORECASE)
 _TITLE_MAX_WORDS = 10
 _LEAD_IN_MAX_WORDS = 30
 
@@ -185,9 +184,7 @@ def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]
                 subsection = sentence if word_count(sentence) <= _LEAD_IN_MAX_WORDS else ""
                 out.append((sentence, ""))
                 continue
-            # "To do so the member must ...": the act it speaks of is the previous sentence's, so that is read with it
-            carried = out[-1][0] if out and _DOES_THAT.match(sentence) else ""
-            lead_in = " ".join(p for p in (subsection, list_lead, carried) if p)
+            lead_in = " ".join(p for p in (subsection, list_lead) if p)
             out.append((sentence, lead_in))
             if sentence.endswith(":") and word_count(sentence) <= _LEAD_IN_MAX_WORDS:
                 list_lead = sentence

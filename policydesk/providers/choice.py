@@ -31,7 +31,6 @@ from policydesk.date_conditions import leaves_out
 from policydesk.plan_names import Programs
 from policydesk.providers.blocks import SourceBlock, in_force_from, looks_injected, passages, terms, word_count
 from policydesk.providers.local import VectorCache
-from policydesk.providers.specific import CHANGE_SIZE_BONUS, asks_change_size, states_change_size
 from policydesk.words import STOPWORDS
 
 # Below this cosine similarity a sentence does not address the question part. MiniLM scale;
@@ -305,7 +304,7 @@ class SentenceChooser:
         chosen: list[Candidate] = []
         texts = [f"{b.title} {b.section} {b.text}" for b in blocks]
         for part in question_parts(question):
-            part_ask = Ask.of(part, programs, chosen_program).in_context(texts)
+            part_ask = Ask.of(part, programs, chosen_program)
             ask = replace(part_ask, programs=part_ask.programs | whole.programs)
             ranked = self._rank(expand_abbreviations(part, texts), blocks, quotable, vectors, ask, named, dates)
             if not ranked or ranked[0].similarity < SIMILARITY_FLOOR:
@@ -355,7 +354,6 @@ class SentenceChooser:
         contested = set().union(*(f.contests for f in fits))
         scoped_terms = [terms(f"{blocks[b].heading} {lead} {text}") for b, _, text, lead in quotable]
         distinct = {t for t in wanted if 0 < sum(t in st for st in scoped_terms) <= DISTINCT_SHARE * len(quotable)}
-        wants_size = asks_change_size(part)
         ranked = []
         for (b, s, text, lead), vector, verdict, scoped in zip(quotable, vectors, fits, scoped_terms, strict=True):
             block = blocks[b]
@@ -376,8 +374,6 @@ class SentenceChooser:
                 score += UNIT_BONUS
             if asked_numbers & numbers_in(text):
                 score += NUMBER_BONUS
-            # "extended, and by how many days?": the sentence stating the size of the change
-            score += CHANGE_SIZE_BONUS * (wants_size and states_change_size(text))
             if not wants_change and _TELLS_CHANGE.search(text):
                 score -= CHANGE_PENALTY
             ranked.append(Candidate(b, s, text, similarity, score, lead))

@@ -52,10 +52,8 @@ def check_answered(question: str, answer: ModelAnswer, nodes: Mapping[str, NodeW
     whole = Ask.of(question, programs, chosen_program)
     held = (terms(held_title) & terms(question)) if held_title else set()
     unmet: list[str] = []
-    in_play = [f"{n.node.metadata.get('title') or ''} {n.node.metadata.get('section') or ''} {n.node.get_content()}"
-               for n in nodes.values()]
     for part in question_parts(question):
-        ask = Ask.of(part, programs, chosen_program).in_context(in_play)
+        ask = Ask.of(part, programs, chosen_program)
         ask = replace(ask, programs=ask.programs | whole.programs)
         for claim in answer.claims:
             node = next((nodes[c] for c in claim.citations if c in nodes), None)
