@@ -26,12 +26,12 @@ Every figure here is measured in-process with `time.perf_counter`, on the embedd
   retrieval_two_connections  arms_two_connections + fusion + versions
   retrieval_separate_reads   dense + text + fusion + versions (each arm a read of its own)
   naive        LlamaIndex VectorStoreIndex retriever, top 8, same store, same embedding
-
-The configured retrieval path and the naive retriever take turns reading a question first (the
-first read pays for pages not yet in shared buffers); every other stage reads after both.
   synthesis    CitedAnswerSynthesizer with the offline ExtractiveAnswerer
   trace_write  one trace row through the application engine
   ask_e2e      AskPipeline.ask, offline providers, embedding included
+
+The configured retrieval path and the naive retriever take turns reading a question first (the
+first read pays for pages not yet in shared buffers); every other stage reads after both.
 """
 
 from __future__ import annotations
