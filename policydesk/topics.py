@@ -162,8 +162,8 @@ class StoredInitials:
 
     MAX_CACHED = 10_000
 
-    def __init__(self, gate: "CorpusTopicGate", clearance: Clearance) -> None:
-        self._gate = gate
+    def __init__(self, read: Callable[..., list], clearance: Clearance) -> None:
+        self._read = read  # the gate's all-levels read
         self._params = _params(clearance)
         self._known: dict[str, bool] = {}
 
@@ -173,7 +173,7 @@ class StoredInitials:
         if word not in self._known:
             if len(self._known) >= self.MAX_CACHED:
                 self._known.clear()
-            self._known[word] = bool(self._gate._read(_INITIALS_SQL, term=word, **self._params))
+            self._known[word] = bool(self._read(_INITIALS_SQL, term=word, **self._params))
         return self._known[word]
 
 
@@ -252,7 +252,7 @@ class CorpusTopicGate:
                 kinds[r.kind].add(r.term)
             labels = frozenset(tuple(t.split(LABEL_SEPARATOR, 1)) for t in kinds["label"])
             self._vocabularies[key] = Vocabulary(frozenset(kinds["word"] | kinds["part"]),
-                                                 StoredInitials(self, clearance), labels)
+                                                 StoredInitials(self._read, clearance), labels)
         return self._vocabularies[key]
 
     def nearest(self, clearance: Clearance, vector) -> tuple[float, float]:

@@ -176,18 +176,19 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         # (most of them once the corpus outgrows the cache), and whatever reads next finds them
         # there. So the configured path and the naive retriever take turns reading first, one
         # question each, and the other stages read after both.
-        configured = hybrid_two if settings.CONCURRENT_ARMS else hybrid
+        configured, other = (hybrid_two, hybrid) if settings.CONCURRENT_ARMS else (hybrid, hybrid_two)
 
         def naive_read() -> float:
             with permitted_scope(clearance_for("compliance")):
                 return timed(lambda: naive.retrieve(QueryBundle(q.text, embedding=emb)))[1]
 
-        t_naive = naive_read() if naive_first else None
-        (arms, _), t_configured = timed(lambda: configured.arm_results([bundle]))
-        if t_naive is None:
+        if naive_first:
             t_naive = naive_read()
-        _, t_other = timed(lambda: (hybrid if configured is hybrid_two else hybrid_two).arm_results([bundle]))
-        t_one, t_two = (t_other, t_configured) if configured is hybrid_two else (t_configured, t_other)
+        (arms, _), t_configured = timed(lambda: configured.arm_results([bundle]))
+        if not naive_first:
+            t_naive = naive_read()
+        _, t_other = timed(lambda: other.arm_results([bundle]))
+        t_one, t_two = (t_other, t_configured) if settings.CONCURRENT_ARMS else (t_configured, t_other)
         _, t_dense = timed(lambda: dense_arm.retrieve(bundle))
         _, t_text = timed(lambda: text_arm.retrieve(bundle))
         # fusion of what the arms read, with the stored nodes of the rows kept built there
@@ -217,12 +218,12 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         _, t_trace = timed(lambda: write_trace(db, row))
         req = AskRequest(user_name=users[q.role], question=q.text, dates=dict(q.dates), kind="eval")
         t_ask = timed(lambda: pipeline.ask(req))[1] if ask else None
+        if not record:
+            return
         retrieval_separate = t_dense + t_text + t_fusion + t_versions
         retrieval_one = t_one + t_fusion + t_versions
         retrieval_two = t_two + t_fusion + t_versions
         retrieval = retrieval_two if settings.CONCURRENT_ARMS else retrieval_one
-        if not record:
-            return
         for stage, ms in (("embed", t_embed), ("dense", t_dense), ("text", t_text), ("arms_one_connection", t_one),
                           ("arms_two_connections", t_two), ("retrieval_one_connection", retrieval_one),
                           ("retrieval_two_connections", retrieval_two),
