@@ -57,6 +57,9 @@ def bench_command(
     hnsw_ef_construction: int = typer.Option(0, help="... and this ef_construction; 0 = its own."),
     maintenance_work_mem: str = typer.Option("512MB", help="maintenance_work_mem for the index rebuild."),
     parallel_workers: int = typer.Option(-1, help="max_parallel_maintenance_workers for the rebuild; -1 = server's."),
+    topic_terms: bool = typer.Option(True, help="With --scale: count the topic gate's terms for the filler, as "
+                                     "ingest does. --no-topic-terms gives a retrieval-only run: the end-to-end "
+                                     "ask is left out, since the gate is not ready with an uncounted queue."),
     out: Path | None = typer.Option(None, help="Directory for the JSON and EXPLAIN dumps; default DATA_DIR/bench."),
 ) -> None:
     """Per-stage p50/p95 of the ask path, and filtered top-k recall at scale."""
@@ -120,12 +123,14 @@ def bench_command(
                                parallel_workers=None if parallel_workers < 0 else parallel_workers)
             result["filler"] = insert_filler(db, scale, filler=filler, embed_model=embed_model,
                                              cache_dir=settings.DATA_DIR / "bench_filler", progress=_progress,
-                                             embed_limit=embed_limit or None, build=build)
+                                             embed_limit=embed_limit or None, build=build,
+                                             count_terms=topic_terms)
             typer.echo(f"filler: {json.dumps(result['filler'])}")
 
         questions, today = stages.load_questions(queries)
         llm = llm_for(settings)
-        times = stages.run_stages(db, settings, embed_model, llm, questions, repetitions=repetitions, today=today)
+        times = stages.run_stages(db, settings, embed_model, llm, questions, repetitions=repetitions, today=today,
+                                   ask=topic_terms or not scale)
         summary = times.summary()
         result["stages"] = summary
         import numpy as np

@@ -209,10 +209,12 @@ def _rebuild(db, defs: dict[str, str], build: IndexBuild) -> dict:
 
 def insert_filler(db, n: int, *, filler: str = "noisy", seed: int = 8, noise: float = 0.03, embed_model=None,
                   cache_dir: Path | None = None, progress=None, embed_limit: int | None = None,
-                  build: IndexBuild | None = None) -> dict:
+                  build: IndexBuild | None = None, count_terms: bool = True) -> dict:
     """Add n filler chunks; `filler` is "noisy" (demo chunk copies with noisy vectors) or
     "realistic" (templated policy-like text embedded by `embed_model`, vectors kept in `cache_dir`;
-    past `embed_limit` distinct texts, derived from the embedded ones)."""
+    past `embed_limit` distinct texts, derived from the embedded ones). `count_terms=False`
+    leaves the topic gate's queue uncounted: a database for retrieval figures only, since the
+    gate (and so an ask) is not ready until the queue is counted."""
     if filler == "noisy":
         docs, versions, chunks, about = _noisy_layout(db, n, seed, noise)
     elif filler == "realistic":
@@ -257,7 +259,7 @@ def insert_filler(db, n: int, *, filler: str = "noisy", seed: int = 8, noise: fl
     with db.owner.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE data_chunks; ANALYZE chunk_search; ANALYZE document_versions; ANALYZE documents"))
     t_analyze = time.perf_counter() - t2
-    terms = catch_up_database(db)  # what ingest does for the chunks it writes
+    terms = catch_up_database(db) if count_terms else None  # what ingest does for the chunks it writes
     with db.owner.connect() as conn:
         total = conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
         mix = dict(conn.execute(text(
@@ -266,4 +268,4 @@ def insert_filler(db, n: int, *, filler: str = "noisy", seed: int = 8, noise: fl
     return {"filler": written, "filler_mode": filler, "seed": seed, **about, "documents": len(docs),
             "versions": len(versions), "total_chunks": total, "copy_s": t_copy, "index_build_s": t_index,
             "indexes": indexes, "table_bytes": table_bytes, "analyze_s": t_analyze,
-            "topic_terms_s": round(terms.seconds, 1), "level_mix": mix}
+            "topic_terms_s": round(terms.seconds, 1) if terms else None, "level_mix": mix}
