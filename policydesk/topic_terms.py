@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 
 from sqlalchemy import text
 
@@ -59,6 +60,20 @@ def chunk_string(title: str, heading: str, body: str) -> str:
     return f"{title} . {heading} . {body}"
 
 
+def phrases(tokens: list[str]) -> list[str]:
+    """`term(g)` of every n-gram g of `tokens` that `phrase_ok` keeps, once per occurrence, without
+    building the ones it drops (most: every n-gram that starts or ends with a function word)."""
+    content = [t not in STOPWORDS for t in tokens]
+    out: list[str] = []
+    for i in range(len(tokens) - 1):
+        if content[i]:
+            if content[i + 1]:
+                out.append(f"{tokens[i]} {tokens[i + 1]}")
+            if i + 2 < len(tokens) and content[i + 2]:
+                out.append(f"{tokens[i]} {tokens[i + 1]} {tokens[i + 2]}")
+    return out
+
+
 def chunk_terms(title: str, heading: str, body: str) -> dict[str, set[str]]:
     """The terms one chunk contributes, by kind."""
     joined = chunk_string(title, heading, body)
@@ -67,7 +82,7 @@ def chunk_terms(title: str, heading: str, body: str) -> dict[str, set[str]]:
     return {
         "word": words,
         "part": {p for t in words if "-" in t for p in t.split("-") if p} - words,
-        "phrase": {term(g) for g in ngrams(tokens) if phrase_ok(g)},
+        "phrase": set(phrases(tokens)),
         "initials": set(run_initials(tokens)),
         "label": {f"{name}{LABEL_SEPARATOR}{label}" for name, label in labelled_names(joined)},
     }
@@ -80,9 +95,9 @@ def version_subjects(sections: Iterable[tuple[str, str, str]]) -> set[str]:
     repeated: Counter = Counter()
     for title, heading, body in sections:
         for label in (title, heading):
-            found.update(term(g) for g in ngrams(normalize(label)) if phrase_ok(g))
-        repeated.update(g for g in ngrams(normalize(body)) if phrase_ok(g))
-    return found | {term(g) for g, n in repeated.items() if n >= 2}
+            found.update(phrases(normalize(label)))
+        repeated.update(phrases(normalize(body)))
+    return found | {t for t, n in repeated.items() if n >= 2}
 
 
 @dataclass(frozen=True)
@@ -156,26 +171,36 @@ def _recompute_subjects(conn, versions: list[tuple[str, int]]) -> None:
             conn.execute(_ADD_SUBJECTS, dict(doc=doc, version=version, term=term_, level=level, sensitive=sensitive))
 
 
+def _keyed(buckets: dict[tuple, Counter]) -> Counter:
+    """(kind, term, access level, sensitive) -> the signed count, from the per-bucket counts."""
+    counts: Counter = Counter()
+    for (level, sensitive, sign), bucket in buckets.items():
+        for (kind, t), n in bucket.items():
+            counts[(kind, t, level, sensitive)] += sign * n
+    return counts
+
+
 def catch_up(conn) -> CatchUp:
     """Count every queued chunk change into `topic_terms` and recompute the touched versions'
     subjects, in the caller's transaction on the owner login."""
     t0 = time.perf_counter()
     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK})
     after, counted, touched = 0, 0, set()
-    counts: Counter = Counter()
+    # (access level, sensitive, sign) -> Counter of (kind, term): counted by Counter.update, in C
+    buckets: dict[tuple, Counter] = {}
     while rows := conn.execute(_PENDING, {"after": after, "limit": BATCH_CHUNKS}).all():
         for r in rows:
+            bucket = buckets.setdefault((r.access_level, r.sensitive, r.sign), Counter())
             for kind, terms in chunk_terms(r.title, r.heading, r.body).items():
-                for t in terms:
-                    counts[(kind, t, r.access_level, r.sensitive)] += r.sign
+                bucket.update(zip(repeat(kind), terms))
             touched.add((r.doc_id, r.version))
-        if len(counts) >= MERGE_KEYS:
-            _merge(conn, counts)
-            counts = Counter()
+        if sum(map(len, buckets.values())) >= MERGE_KEYS:
+            _merge(conn, _keyed(buckets))
+            buckets = {}
         after, counted = rows[-1].id, counted + len(rows)
         if counted % _LOG_EVERY < len(rows):
             log.info("topic terms: %d chunk changes counted", counted)
-    _merge(conn, counts)
+    _merge(conn, _keyed(buckets))
     if counted:
         conn.execute(text("DELETE FROM topic_terms_pending WHERE id <= :after"), {"after": after})
         _recompute_subjects(conn, sorted(v for v in touched if v[0] is not None))
