@@ -207,3 +207,16 @@ def test_a_large_catch_up_vacuums_the_queue_it_emptied(db, monkeypatch):
                                      "WHERE relname = 'topic_terms_pending'")).scalar_one()
         assert conn.execute(text("SELECT count(*) FROM topic_terms_pending")).scalar_one() == 0
     assert vacuumed
+
+
+def test_phrases_are_the_kept_ngrams_once_per_occurrence():
+    from collections import Counter
+
+    from policydesk.topic_terms import ngrams, phrase_ok, phrases, term
+    from policydesk.words import normalize
+
+    for sentence in ("Claims for the initial filing must be submitted within 90 days of the date of service.",
+                     "Prior authorization: prior authorization requests for out-of-network care, prior authorization",
+                     "of the to a", "appeal", ""):
+        tokens = normalize(sentence)
+        assert Counter(phrases(tokens)) == Counter(term(g) for g in ngrams(tokens) if phrase_ok(g))
