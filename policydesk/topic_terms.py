@@ -47,11 +47,6 @@ def ngrams(tokens: list[str], n_max: int = MAX_N) -> Iterable[tuple[str, ...]]:
             yield tuple(tokens[i:i + n])
 
 
-def phrase_ok(gram: tuple[str, ...]) -> bool:
-    """A phrase of 2-3 words that neither starts nor ends with a function word."""
-    return len(gram) > 1 and gram[0] not in STOPWORDS and gram[-1] not in STOPWORDS
-
-
 def term(gram: tuple[str, ...]) -> str:
     return " ".join(gram)
 
@@ -61,8 +56,8 @@ def chunk_string(title: str, heading: str, body: str) -> str:
 
 
 def phrases(tokens: list[str]) -> list[str]:
-    """`term(g)` of every n-gram g of `tokens` that `phrase_ok` keeps, once per occurrence, without
-    building the ones it drops (most: every n-gram that starts or ends with a function word)."""
+    """Every phrase of `tokens`, once per occurrence: 2 to MAX_N (3) consecutive tokens that neither
+    start nor end with a function word. Only those are built; most n-grams fail that test."""
     content = [t not in STOPWORDS for t in tokens]
     out: list[str] = []
     for i in range(len(tokens) - 1):
