@@ -120,6 +120,10 @@ class Settings(BaseSettings):
     # and ef_search 100 lost recall on near-duplicates (docs/performance.md, "Retrieval at scale").
     HNSW_SMALL_BELOW_ROWS: int = Field(default=0, ge=0)
     HNSW_EF_SEARCH_SMALL: int = Field(default=100, ge=1)
+    # From HNSW_LARGE_FROM_ROWS chunks on, ef_search is HNSW_EF_SEARCH_LARGE: a larger graph needs a
+    # wider search for the same recall (pgvector allows at most 1000). Off (0) until measured.
+    HNSW_LARGE_FROM_ROWS: int = Field(default=0, ge=0)
+    HNSW_EF_SEARCH_LARGE: int = Field(default=1000, ge=1, le=1000)
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
     # summing to at most about this many rows (migration 0016); below it, results are the uncapped
     # ranking's. docs/performance.md, "Retrieval at scale", has latency, recall and golden answers per cap
@@ -250,6 +254,13 @@ class Settings(BaseSettings):
             raise ValueError("POLICYDESK_OIDC_ISSUER is set but POLICYDESK_OIDC_CLIENT_ID is not")
         if not self.LOCAL_PASSWORDS and not self.OIDC_ISSUER:
             raise ValueError("POLICYDESK_LOCAL_PASSWORDS is off and no POLICYDESK_OIDC_ISSUER is set: nobody could sign in")
+        return self
+
+    @model_validator(mode="after")
+    def _check_ef_search_tiers(self) -> "Settings":
+        if self.HNSW_LARGE_FROM_ROWS and self.HNSW_LARGE_FROM_ROWS < self.HNSW_SMALL_BELOW_ROWS:
+            raise ValueError(f"POLICYDESK_HNSW_LARGE_FROM_ROWS ({self.HNSW_LARGE_FROM_ROWS}) is below "
+                             f"POLICYDESK_HNSW_SMALL_BELOW_ROWS ({self.HNSW_SMALL_BELOW_ROWS}): a table cannot be both")
         return self
 
     @property

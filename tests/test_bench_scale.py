@@ -1,5 +1,5 @@
 """The scale bench's 10^6 machinery on a small scale: derived filler vectors, the index rebuild's
-parameters, where its dumps go, and the smaller ef_search for small corpora.
+parameters, where its dumps go, and ef_search by corpus size.
 
 No timings are asserted (the bench prints those): these pin what its figures rest on.
 """
@@ -16,6 +16,7 @@ from sqlalchemy import text
 from policydesk.bench import policy_text
 from policydesk.bench.recall import CASES, exact_top_k, filtered_checks
 from policydesk.bench.scale import HNSW_INDEX, IndexBuild, insert_filler
+from policydesk.config import Settings
 from policydesk.ingest.chunking import embed_text
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
@@ -98,16 +99,17 @@ def test_filtered_checks_write_their_plans_where_they_are_told(derived_db, embed
     assert all(r["recall_at_10_by_distance_mean"] >= 0 for r in results if "recall_at_10_by_distance_mean" in r)
 
 
-@pytest.mark.parametrize("small_rows, small", [(10**6, True), (1, False)])
-def test_a_table_below_the_small_size_searches_with_the_small_ef_search(derived_db, settings, embed_model,
-                                                                        small_rows, small):
+@pytest.mark.parametrize("small_rows, large_rows, ef", [(10**6, 0, "37"), (1, 0, "211"), (0, 1, "53"),
+                                                         (0, 10**6, "211"), (10**6, 10**7, "37")])
+def test_a_table_searches_with_the_ef_search_of_its_size(derived_db, settings, embed_model, small_rows, large_rows, ef):
     db, _, _ = derived_db
     configured = settings.model_copy(update={"HNSW_SMALL_BELOW_ROWS": small_rows, "HNSW_EF_SEARCH_SMALL": 37,
+                                             "HNSW_LARGE_FROM_ROWS": large_rows, "HNSW_EF_SEARCH_LARGE": 53,
                                              "HNSW_EF_SEARCH": 211})
     app = open_database(configured, db.owner.url.database)
     try:
         with app.app.begin() as conn:
-            assert conn.execute(text("SHOW hnsw.ef_search")).scalar_one() == ("37" if small else "211")
+            assert conn.execute(text("SHOW hnsw.ef_search")).scalar_one() == ef
         case = CASES[4]  # the rep's filter
         question = "How many hearing aids are covered?"
         emb = embed_model.get_query_embedding(question)
@@ -117,3 +119,10 @@ def test_a_table_below_the_small_size_searches_with_the_small_ef_search(derived_
         assert len(got) == 10 and len(set(got) & {r[0] for r in exact_top_k(db, case, list(emb), 10)}) >= 8
     finally:
         app.dispose()
+
+
+def test_a_large_tier_below_the_small_one_is_refused():
+    with pytest.raises(ValueError, match="HNSW_LARGE_FROM_ROWS .* is below .*HNSW_SMALL_BELOW_ROWS"):
+        Settings(_env_file=None, ENVIRONMENT="test", HNSW_SMALL_BELOW_ROWS=20_000, HNSW_LARGE_FROM_ROWS=10_000)
+    assert Settings(_env_file=None, ENVIRONMENT="test", HNSW_SMALL_BELOW_ROWS=20_000,
+                    HNSW_LARGE_FROM_ROWS=500_000).HNSW_LARGE_FROM_ROWS == 500_000

@@ -156,9 +156,10 @@ def test_a_pipelined_read_runs_under_the_callers_scope_and_the_ann_settings(role
     assert levels.split(",") == list(c.levels) and sensitive == ("on" if c.sensitive else "off")
     with demo_db.owner.connect() as conn:
         rows = conn.exec_driver_sql("SELECT reltuples FROM pg_class WHERE oid = 'data_chunks'::regclass").scalar()
-    small = 0 <= rows < settings.HNSW_SMALL_BELOW_ROWS  # off by default: every table takes HNSW_EF_SEARCH
-    assert (int(ef_search), scan) == (settings.HNSW_EF_SEARCH_SMALL if small else settings.HNSW_EF_SEARCH,
-                                      settings.HNSW_ITERATIVE_SCAN)
+    expected = (settings.HNSW_EF_SEARCH_SMALL if 0 <= rows < settings.HNSW_SMALL_BELOW_ROWS
+                else settings.HNSW_EF_SEARCH_LARGE if 0 < settings.HNSW_LARGE_FROM_ROWS <= rows
+                else settings.HNSW_EF_SEARCH)
+    assert (int(ef_search), scan) == (expected, settings.HNSW_ITERATIVE_SCAN)
     # Rolled back: the scope does not outlive the read on the pooled connection.
     with demo_db.app.connect() as conn:
         assert conn.exec_driver_sql("SELECT current_setting('policydesk.levels', true)").scalar() in (None, "")

@@ -159,7 +159,8 @@ def _app_engines(url: URL, settings, engine_kwargs: dict) -> tuple[Engine, Async
         install_scope_hook(
             e, ef_search=settings.HNSW_EF_SEARCH, max_scan_tuples=settings.HNSW_MAX_SCAN_TUPLES,
             iterative_scan=settings.HNSW_ITERATIVE_SCAN, small_rows=settings.HNSW_SMALL_BELOW_ROWS,
-            ef_small=settings.HNSW_EF_SEARCH_SMALL,
+            ef_small=settings.HNSW_EF_SEARCH_SMALL, large_rows=settings.HNSW_LARGE_FROM_ROWS,
+            ef_large=settings.HNSW_EF_SEARCH_LARGE,
         )
     return engine, async_engine
 

@@ -82,14 +82,17 @@ def _scope_sql(scope: Scope) -> tuple[str, dict[str, str]]:
 # with the filtered-ANN settings that statement sets.
 _HOOKED: "weakref.WeakKeyDictionary[Engine, dict[str, str]]" = weakref.WeakKeyDictionary()
 _SCOPE_OPTION = "policydesk_scope"
-# Below `small_rows` chunks (the planner's row estimate, pg_class.reltuples; unknown, -1, before
-# the first ANALYZE, counts as large) hnsw.ef_search is `ef_small`: the planner prices an HNSW scan
-# by ef_search, and on a small table a large one can make a sequential scan look cheaper than the
-# graph walk it is not (settings.HNSW_SMALL_BELOW_ROWS; 0, off, by default).
+# hnsw.ef_search by table size (the planner's row estimate, pg_class.reltuples; unknown, -1, before
+# the first ANALYZE, counts as neither tier): below `small_rows` chunks it is `ef_small`, since the
+# planner prices an HNSW scan by ef_search, and on a small table a large one can make a sequential
+# scan look cheaper than the graph walk it is not (settings.HNSW_SMALL_BELOW_ROWS; 0, off, by
+# default); from `large_rows` chunks on it is `ef_large`, since a larger graph needs a wider search
+# to find the same share of the true neighbours (settings.HNSW_LARGE_FROM_ROWS; 0, off).
 _ANN_SQL = ("set_config('hnsw.iterative_scan', %(scan)s, true), "
-            "set_config('hnsw.ef_search', COALESCE((SELECT CASE WHEN reltuples >= 0 AND reltuples < "
-            "%(small_rows)s::real THEN %(ef_small)s END FROM pg_class WHERE oid = to_regclass('data_chunks')), "
-            "%(ef)s), true), "
+            "set_config('hnsw.ef_search', COALESCE((SELECT CASE "
+            "WHEN reltuples >= 0 AND reltuples < %(small_rows)s::real THEN %(ef_small)s "
+            "WHEN %(large_rows)s::real > 0 AND reltuples >= %(large_rows)s::real THEN %(ef_large)s END "
+            "FROM pg_class WHERE oid = to_regclass('data_chunks')), %(ef)s), true), "
             "set_config('hnsw.max_scan_tuples', %(mst)s, true)")
 
 
@@ -128,12 +131,14 @@ def scoped_session(engine: Engine, clearance: Clearance, *, user_name: str | Non
 
 
 def install_scope_hook(engine: Engine, *, ef_search: int, max_scan_tuples: int,
-                       iterative_scan: str = "relaxed_order", small_rows: int = 0, ef_small: int | None = None) -> None:
+                       iterative_scan: str = "relaxed_order", small_rows: int = 0, ef_small: int | None = None,
+                       large_rows: int = 0, ef_large: int | None = None) -> None:
     """Bind the active scope and the filtered-ANN settings to each transaction on `engine`."""
     # Iterative scans (pgvector >= 0.8) keep walking the HNSW graph until LIMIT rows pass
     # the WHERE clause, so a filtered top-k is not cut short by rows the caller can't see.
     _HOOKED[engine] = {"ef": str(ef_search), "mst": str(max_scan_tuples), "scan": iterative_scan,
-                       "small_rows": str(small_rows), "ef_small": str(ef_small or ef_search)}
+                       "small_rows": str(small_rows), "ef_small": str(ef_small or ef_search),
+                       "large_rows": str(large_rows), "ef_large": str(ef_large or ef_search)}
 
     @event.listens_for(engine, "begin")
     def _set_scope(conn) -> None:  # noqa: ANN001 - SQLAlchemy Connection
