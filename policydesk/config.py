@@ -121,10 +121,9 @@ class Settings(BaseSettings):
     HNSW_SMALL_BELOW_ROWS: int = Field(default=0, ge=0)
     HNSW_EF_SEARCH_SMALL: int = Field(default=100, ge=1)
     # From HNSW_LARGE_FROM_ROWS chunks on, ef_search is HNSW_EF_SEARCH_LARGE: a larger graph needs a
-    # wider search for the same recall (pgvector allows at most 1000). At 10^6 chunks ef_search 200
-    # left every role's filter at 0.885-0.975 recall@10 and 1000 at 0.955-1.0; at 10^5, 200 already
-    # gives 0.975+. Nothing between was measured, so the tier starts at twice 10^5 (0 turns it off;
-    # docs/performance.md, "10^6 chunks").
+    # wider search for the same recall (pgvector allows at most 1000). 10^5 chunks meet the recall
+    # target at HNSW_EF_SEARCH and 10^6 only at 1000; nothing between is measured, so the tier starts
+    # at twice 10^5. 0 turns it off. Figures and commands: docs/performance.md, "10^6 chunks".
     HNSW_LARGE_FROM_ROWS: int = Field(default=200_000, ge=0)
     HNSW_EF_SEARCH_LARGE: int = Field(default=1000, ge=1, le=1000)
     # The full-text arm ranks only rows holding the question's rarest words, their frequencies
