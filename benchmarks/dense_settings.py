@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -42,6 +43,24 @@ def _variant(spec: str, settings) -> tuple[str, dict]:
     return name, update
 
 
+def walk_whole_graph(db) -> dict:
+    """Read every page of the dense index (and the rows it points at) into shared buffers: one
+    filtered HNSW scan whose filter no row passes, left to iterate over the whole graph. What
+    pg_prewarm does on a Postgres that ships it (the embedded one does not): the cache of a server
+    that has been answering for a while, so a question's first read finds its pages there."""
+    t0 = time.perf_counter()
+    with db.owner.connect() as conn:
+        conn.exec_driver_sql("SET hnsw.ef_search = 1000; SET hnsw.iterative_scan = relaxed_order; "
+                             "SET hnsw.max_scan_tuples = 2147483647; SET hnsw.scan_mem_multiplier = 20; "
+                             "SET work_mem = '256MB'")
+        plan = [r[0] for r in conn.exec_driver_sql(
+            "EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM data_chunks WHERE length(node_id) < 0 "
+            "ORDER BY embedding <=> (SELECT embedding FROM data_chunks LIMIT 1) LIMIT 1")]
+    if not any("data_chunks_embedding_hnsw" in line for line in plan):
+        raise SystemExit("--prewarm: the walk did not use the HNSW index:\n" + "\n".join(plan))
+    return {"seconds": round(time.perf_counter() - t0, 1), "buffers": next(l.strip() for l in plan if "Buffers" in l)}
+
+
 def _pct(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 2)
 
@@ -57,16 +76,33 @@ def run(argv=None) -> Path:
     ap.add_argument("--no-recall", action="store_true", help="leave out the filtered recall checks (a latency-only "
                     "run: they take an exact scan per question and filter, minutes per variant at 10^6)")
     settings = get_settings().model_copy(update={"GEMINI_API_KEY": None})
+    ap.add_argument("--first-round-apart", action="store_true", help="report the first round (each question's "
+                    "first read, pages not yet in shared buffers) apart from the later rounds (the same pages read "
+                    "again: a server whose cache holds what the questions touch); needs --rounds 2 or more")
+    ap.add_argument("--prewarm", action="store_true", help="before timing, read the whole dense index into shared "
+                    "buffers (walk_whole_graph): a server whose cache holds the index; needs shared_buffers above "
+                    "the index and the table (POLICYDESK_EMBEDDED_SHARED_BUFFERS)")
     ap.add_argument("--out", type=Path, default=settings.DATA_DIR / "bench")
     args = ap.parse_args(argv)
+    if args.first_round_apart and args.rounds < 2:
+        ap.error("--first-round-apart needs --rounds 2 or more")
 
     embed = local_embedding(settings)
     llm = llm_for(settings)
     questions, today = stages.load_questions(args.queries)
     variants = [_variant(v, settings) for v in args.variants]
     times = {name: stages.StageTimes() for name, _ in variants}
+    first_round = {name: stages.StageTimes() for name, _ in variants}
     out = {"database": args.database, "queries": len(questions), "rounds": args.rounds,
            "variants": {n: u for n, u in variants}, "loadavg_start": os.getloadavg()}
+    db = open_database(settings, args.database)
+    with db.owner.connect() as conn:
+        out["shared_buffers"] = conn.exec_driver_sql("SHOW shared_buffers").scalar_one()
+        out["huge_pages_status"] = conn.exec_driver_sql(
+            "SELECT current_setting('huge_pages_status', true)").scalar_one()
+    if args.prewarm:
+        out["prewarm"] = walk_whole_graph(db)
+    db.dispose()
     if not args.no_ask:
         db = open_database(settings, args.database)
         out["first_ask_ms"] = round(stages.first_ask_ms(db, settings, embed, llm, questions[0], today), 1)
@@ -77,9 +113,10 @@ def run(argv=None) -> Path:
             db = open_database(configured, args.database)
             t = stages.run_stages(db, configured, embed, llm, questions, repetitions=1, today=today, warmup=r == 0,
                                  ask=not args.no_ask)
+            into = first_round[name] if args.first_round_apart and r == 0 else times[name]
             for stage, ms in t.ms.items():
-                times[name].ms[stage] += ms
-            times[name].ratios += t.ratios
+                into.ms[stage] += ms
+            into.ratios += t.ratios
             db.dispose()
     results = {}
     for name, update in variants:
@@ -104,6 +141,10 @@ def run(argv=None) -> Path:
             "cases": {c["case"]: {k: c[k] for k in ("recall_at_10_by_distance_mean", "recall_at_10_by_distance_min",
                                                     "recall_at_10_mean", "short_results", "uses_hnsw", "p50_ms",
                                                     "p95_ms")} for c in dense}}
+        if args.first_round_apart:
+            f = first_round[name].ms
+            results[name]["first_round"] = {f"{stage}_p{q}": _pct(f[stage], q) for stage in
+                                            ("retrieval", "naive", "dense", "text", "versions") for q in (50, 95)}
     out["results"] = results
     out["loadavg_end"] = os.getloadavg()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -116,11 +157,18 @@ def run(argv=None) -> Path:
         print(f"| {name} | {r['retrieval_p50']} / {r['retrieval_p95']} | {r['naive_p50']} / {r['naive_p95']} | "
               f"{r['p95_ratio']} | {r['dense_p50']} / {r['dense_p95']} | {r['text_p50']} / {r['text_p95']} | "
               f"{r['recall_mean_lowest']} / {r['recall_min_lowest']} | {r['short_results']} |")
+        if "first_round" in r:
+            f = r["first_round"]
+            print(f"| {name}, first round (first reads) | {f['retrieval_p50']} / {f['retrieval_p95']} | "
+                  f"{f['naive_p50']} / {f['naive_p95']} | | {f['dense_p50']} / {f['dense_p95']} | "
+                  f"{f['text_p50']} / {f['text_p95']} | | |")
         if r["ask_p50"] is not None:
             print(f"| {name}: end-to-end ask (gate, retrieval, answerer, trace) p50 / p95 ms | {r['ask_p50']} / {r['ask_p95']} |")
     if "first_ask_ms" in out:
         print(f"first ask of a fresh pipeline: {out['first_ask_ms']} ms")
-    print(f"load average {out['loadavg_start']} -> {out['loadavg_end']}; saved {path}")
+    print(f"shared_buffers {out['shared_buffers']} (huge pages {out['huge_pages_status']}), "
+          f"prewarm {out.get('prewarm')}; load average {out['loadavg_start']} -> {out['loadavg_end']}; "
+          f"saved {path}")
     return path
 
 

@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     # A streaming read replica of that database (same logins): retrieval and version reads go there,
     # every write and every read that must be current go to DATABASE_URL (docs/deploy.md).
     DATABASE_REPLICA_URL: SecretStr | None = Field(default=None, validation_alias="DATABASE_REPLICA_URL")
+    # shared_buffers of the embedded Postgres (no DATABASE_URL), e.g. "4GB"; None leaves the server's
+    # own (128MB when it was created). Size it above the dense index once that outgrows the cache
+    # (about 1.6 GB at 10^6 chunks; start-up warns when it has): storage/buffers.py, docs/performance.md.
+    EMBEDDED_SHARED_BUFFERS: str | None = Field(default=None, pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$")
     # The application connects as this role, which row-level security binds (no BYPASSRLS).
     APP_DB_ROLE: str = "policydesk_app"
     APP_DB_PASSWORD: SecretStr = SecretStr(LOCAL_APP_DB_PASSWORD)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from policydesk.config import Settings
+from policydesk.storage.buffers import cache_shortfall
 from policydesk.storage.engine import Database, open_database
 from policydesk.storage.migrate import upgrade
 from policydesk.topic_terms import catch_up_database
@@ -21,4 +22,7 @@ def open_migrated(settings: Settings, database: str | None = None) -> Database:
     if done.chunks:
         log.info("topic terms: counted %d chunk changes over %d versions in %.1f s", done.chunks, done.versions,
                  done.seconds)
+    shortfall = cache_shortfall(db.owner)
+    if shortfall:
+        log.warning("retrieval will read slower than it could: %s", shortfall)
     return db

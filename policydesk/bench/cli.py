@@ -33,7 +33,8 @@ def _versions(db) -> dict[str, str]:
     with db.owner.connect() as conn:
         pg = conn.execute(text("SHOW server_version")).scalar_one()
         vec = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
-    return {"postgres": pg, "pgvector": vec, "python": platform.python_version(), "nproc": str(os.cpu_count()),
+        cache = conn.execute(text("SHOW shared_buffers")).scalar_one()
+    return {"postgres": pg, "pgvector": vec, "shared_buffers": cache, "python": platform.python_version(), "nproc": str(os.cpu_count()),
             "machine": platform.platform()}
 
 

