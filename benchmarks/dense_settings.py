@@ -58,7 +58,7 @@ def walk_whole_graph(db) -> dict:
             "ORDER BY embedding <=> (SELECT embedding FROM data_chunks LIMIT 1) LIMIT 1")]
     if not any("data_chunks_embedding_hnsw" in line for line in plan):
         raise SystemExit("--prewarm: the walk did not use the HNSW index:\n" + "\n".join(plan))
-    return {"seconds": round(time.perf_counter() - t0, 1), "buffers": next(l.strip() for l in plan if "Buffers" in l)}
+    return {"seconds": round(time.perf_counter() - t0, 1), "buffers": next(line.strip() for line in plan if "Buffers" in line)}
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.access import ROLES
 from policydesk.extensions.spec import ComponentSpec
+from policydesk.storage.buffers import MEMORY_SIZE
 from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
 
 # The full-text candidate cap's default (Settings.TEXT_CANDIDATES; the retrievers' own default).
@@ -46,7 +47,7 @@ class Settings(BaseSettings):
     # shared_buffers of the embedded Postgres (no DATABASE_URL), e.g. "4GB"; None leaves the server's
     # own (128MB when it was created). Size it above the dense index once that outgrows the cache
     # (about 1.6 GB at 10^6 chunks; start-up warns when it has): storage/buffers.py, docs/performance.md.
-    EMBEDDED_SHARED_BUFFERS: str | None = Field(default=None, pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$")
+    EMBEDDED_SHARED_BUFFERS: str | None = Field(default=None, pattern=MEMORY_SIZE.pattern)
     # The application connects as this role, which row-level security binds (no BYPASSRLS).
     APP_DB_ROLE: str = "policydesk_app"
     APP_DB_PASSWORD: SecretStr = SecretStr(LOCAL_APP_DB_PASSWORD)

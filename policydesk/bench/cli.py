@@ -34,8 +34,8 @@ def _versions(db) -> dict[str, str]:
         pg = conn.execute(text("SHOW server_version")).scalar_one()
         vec = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar_one()
         cache = conn.execute(text("SHOW shared_buffers")).scalar_one()
-    return {"postgres": pg, "pgvector": vec, "shared_buffers": cache, "python": platform.python_version(), "nproc": str(os.cpu_count()),
-            "machine": platform.platform()}
+    return {"postgres": pg, "pgvector": vec, "shared_buffers": cache, "python": platform.python_version(),
+            "nproc": str(os.cpu_count()), "machine": platform.platform()}
 
 
 def _progress(done: int, total: int) -> None:
