@@ -19,7 +19,7 @@ import argparse
 import json
 import os
 import sys
-import time
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,8 +29,8 @@ from policydesk.bench import stages
 from policydesk.bench.recall import filtered_checks
 from policydesk.config import get_settings
 from policydesk.providers import llm_for, local_embedding
-from policydesk.storage.buffers import DENSE_INDEX
 from policydesk.storage.engine import open_database
+from policydesk.storage.prewarm import warm_dense_index
 
 
 def _variant(spec: str, settings) -> tuple[str, dict]:
@@ -42,24 +42,6 @@ def _variant(spec: str, settings) -> tuple[str, dict]:
         current = getattr(settings, key)  # an unknown setting fails here, loudly
         update[key] = type(current)(value) if not isinstance(current, bool) else value.lower() in ("1", "true", "on")
     return name, update
-
-
-def walk_whole_graph(db) -> dict:
-    """Read every page of the dense index (and the rows it points at) into shared buffers: one
-    filtered HNSW scan whose filter no row passes, left to iterate over the whole graph. What
-    pg_prewarm does on a Postgres that ships it (the embedded one does not): the cache of a server
-    that has been answering for a while, so a question's first read finds its pages there."""
-    t0 = time.perf_counter()
-    with db.owner.connect() as conn:
-        conn.exec_driver_sql("SET hnsw.ef_search = 1000; SET hnsw.iterative_scan = relaxed_order; "
-                             "SET hnsw.max_scan_tuples = 2147483647; SET hnsw.scan_mem_multiplier = 20; "
-                             "SET work_mem = '256MB'")
-        plan = [r[0] for r in conn.exec_driver_sql(
-            "EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM data_chunks WHERE length(node_id) < 0 "
-            "ORDER BY embedding <=> (SELECT embedding FROM data_chunks LIMIT 1) LIMIT 1")]
-    if not any(DENSE_INDEX in line for line in plan):
-        raise SystemExit("--prewarm: the walk did not use the HNSW index:\n" + "\n".join(plan))
-    return {"seconds": round(time.perf_counter() - t0, 1), "buffers": next(line.strip() for line in plan if "Buffers" in line)}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -80,8 +62,8 @@ def run(argv=None) -> Path:
     ap.add_argument("--first-round-apart", action="store_true", help="report the first round (each question's "
                     "first read, pages not yet in shared buffers) apart from the later rounds (the same pages read "
                     "again: a server whose cache holds what the questions touch); needs --rounds 2 or more")
-    ap.add_argument("--prewarm", action="store_true", help="before timing, read the whole dense index into shared "
-                    "buffers (walk_whole_graph): a server whose cache holds the index; needs shared_buffers above "
+    ap.add_argument("--prewarm", action="store_true", help="before timing, run the warm-up `serve` runs at start "
+                    "(storage/prewarm.py): a server whose cache holds the index; needs shared_buffers above "
                     "the index and the table (POLICYDESK_EMBEDDED_SHARED_BUFFERS)")
     ap.add_argument("--out", type=Path, default=settings.DATA_DIR / "bench")
     args = ap.parse_args(argv)
@@ -102,7 +84,10 @@ def run(argv=None) -> Path:
         out["huge_pages_status"] = conn.exec_driver_sql(
             "SELECT current_setting('huge_pages_status', true)").scalar_one()
     if args.prewarm:
-        out["prewarm"] = walk_whole_graph(db)
+        warm = warm_dense_index(db.owner)
+        if warm.outcome != "read":
+            raise SystemExit(f"--prewarm: the warm-up did not read the index: {warm}")
+        out["prewarm"] = asdict(warm)
     db.dispose()
     if not args.no_ask:  # a database of its own, as a fresh process's first ask has
         db = open_database(settings, args.database)

@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     # own (128MB when it was created). Size it above the dense index once that outgrows the cache
     # (about 1.6 GB at 10^6 chunks; start-up warns when it has): storage/buffers.py, docs/performance.md.
     EMBEDDED_SHARED_BUFFERS: str | None = Field(default=None, pattern=MEMORY_SIZE.pattern)
+    # `serve` reads the dense index into Postgres's cache before /readyz turns ready (storage/prewarm.py).
+    PREWARM_ON_START: bool = True
     # The application connects as this role, which row-level security binds (no BYPASSRLS).
     APP_DB_ROLE: str = "policydesk_app"
     APP_DB_PASSWORD: SecretStr = SecretStr(LOCAL_APP_DB_PASSWORD)

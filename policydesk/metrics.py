@@ -21,6 +21,10 @@ INTENT_CLASSIFIER_FAILURES = Counter(
 FAIL_CLOSED = Counter("policydesk_fail_closed_answers", "Answers withheld after invalid model output or provider failure.", registry=REGISTRY)
 REFUSALS = Counter("policydesk_refusals", "Requests refused, by reason.", ["reason"], registry=REGISTRY)
 LEAK_TEST_FAILURES = Counter("policydesk_leak_test_failures", "Leak checks that found a chunk above clearance.", registry=REGISTRY)
+CACHE_WARMUPS = Counter(
+    "policydesk_cache_warmups", "Warm-ups of the dense index into Postgres's cache at start, by outcome: read (this "
+    "worker read it), waited (another did), skipped (no index, or one larger than the cache), failed.",
+    ["outcome"], registry=REGISTRY)
 CLEARANCE_GUARD_DROPS = Counter(
     "policydesk_clearance_guard_drops",
     "Nodes the clearance guard dropped before version resolution or the prompt: a component returned a chunk the "

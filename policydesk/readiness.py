@@ -3,7 +3,7 @@ balancer's 503 tells the operator where to look; liveness (/healthz) asks none o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from sqlalchemy import text
@@ -14,6 +14,7 @@ OK = "ok"
 @dataclass
 class Readiness:
     checks: dict[str, str]  # check -> "ok" or what is wrong
+    notes: dict[str, str] = field(default_factory=dict)  # what an operator should know that does not hold traffic
 
     @property
     def ready(self) -> bool:
@@ -24,7 +25,8 @@ class Readiness:
         return [k for k, v in self.checks.items() if v != OK]
 
     def to_json(self) -> dict:
-        return {"status": "ready" if self.ready else "not_ready", "failing": self.failing, "checks": self.checks}
+        return {"status": "ready" if self.ready else "not_ready", "failing": self.failing, "checks": self.checks,
+                "notes": self.notes}
 
 
 @lru_cache(maxsize=1)
@@ -82,7 +84,9 @@ def _replica(replica) -> str:
     return OK
 
 
-def readiness(db, pipeline) -> Readiness:
+def readiness(db, pipeline, warmer=None) -> Readiness:
+    """`warmer`: the start-up warm-up of Postgres's cache (storage/prewarm.CacheWarmer), if one runs;
+    traffic waits for it, and one that failed or was skipped is noted, not held against readiness."""
     database, migrations = _database(db)
     model, gate = _pipeline(pipeline)
     checks = {"database": database, "migrations": migrations}
@@ -90,4 +94,8 @@ def readiness(db, pipeline) -> Readiness:
         checks["topic_terms"] = _topic_terms(db)
     if getattr(db, "replica", None) is not None:
         checks["replica"] = _replica(db.replica)
-    return Readiness(checks | {"embedding_model": model, "refusal_gate": gate})
+    checks |= {"embedding_model": model, "refusal_gate": gate}
+    if warmer is None:
+        return Readiness(checks)
+    note = warmer.note
+    return Readiness(checks | {"dense_cache": warmer.status}, {"dense_cache": note} if note else {})

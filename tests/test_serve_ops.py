@@ -177,6 +177,28 @@ def test_every_scrape_sums_all_workers_and_needs_the_token(served):
     assert len({p.name.rsplit("_", 1)[-1] for p in (served["data_dir"] / "metrics").glob("*.db")}) >= 2
 
 
+def test_each_worker_warms_the_cache_at_start_and_only_one_reads_it(served):
+    deadline = time.monotonic() + 60
+    while True:  # the warm-up runs beside the first requests; readiness waits for it
+        with httpx.Client(base_url=served["url"], timeout=30) as c:
+            ready = c.get("/readyz")
+        if ready.status_code == 200 or time.monotonic() > deadline:
+            break
+        assert ready.json()["failing"] == ["dense_cache"], ready.text
+        time.sleep(0.5)
+    for _ in range(4):  # whichever worker answers
+        with httpx.Client(base_url=served["url"], timeout=30) as c:
+            ready = c.get("/readyz").json()
+        assert ready["checks"]["dense_cache"] == "ok" and ready["notes"] == {}, ready
+    body = scrape(served).text
+    read, waited = (sample(body, "policydesk_cache_warmups_total", outcome=o) for o in ("read", "waited"))
+    assert read >= 1 and read + waited == 2, body  # a worker that found the lock taken waited instead
+    for outcome in ("skipped", "failed"):
+        assert sample(body, "policydesk_cache_warmups_total", outcome=outcome) == 0
+    lines = [r for r in log_records(served["log"]) if r["message"].startswith("dense index warm-up")]
+    assert len(lines) == 2, lines
+
+
 def test_healthz_and_readyz_and_a_stopped_database_named(served):
     """Last in the module: it stops the database under the running server."""
     with httpx.Client(base_url=served["url"], timeout=30) as c:

@@ -16,7 +16,7 @@ def test_healthz_and_metrics(web_app):
     assert client.get("/healthz").text == "ok"
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json() == {"status": "ready", "failing": [], "checks": {
-        "database": "ok", "migrations": "ok", "topic_terms": "ok", "embedding_model": "ok", "refusal_gate": "ok"}}
+        "database": "ok", "migrations": "ok", "topic_terms": "ok", "embedding_model": "ok", "refusal_gate": "ok"}, "notes": {}}
     r = client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     assert "policydesk_refusals" in r.text

@@ -44,6 +44,10 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
 
             owned = app.state.db = open_migrated(settings)
             check_secure_start(owned, settings)  # InsecureStartError: uvicorn exits, nothing served
+            if settings.PREWARM_ON_START and owned.replica is None:  # a replica's cache is its own server's
+                from policydesk.storage.prewarm import CacheWarmer
+
+                app.state.warmer = CacheWarmer(owned.owner).start()
         if app.state.pipeline is None:
             from policydesk.pipeline import build_pipeline
 
@@ -65,6 +69,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     app.state.settings = settings
     app.state.db = db
     app.state.pipeline = pipeline
+    app.state.warmer = None  # the start-up cache warm-up, when this app opened its own database
     app.state.clock = clock or utc_now
     app.state.release_embedded_server = False  # set by app_from_settings, for worker processes
     # Starlette always sets HttpOnly. The cookie's own lifetime is the absolute limit; the idle

@@ -23,7 +23,8 @@ def read_health():
 
 @router.get("/readyz")
 async def read_readiness(request: Request):
-    state = await run_in_threadpool(readiness, request.app.state.db, request.app.state.pipeline)
+    state = await run_in_threadpool(readiness, request.app.state.db, request.app.state.pipeline,
+                                    request.app.state.warmer)
     return JSONResponse(state.to_json(), status_code=200 if state.ready else 503)
 
 

@@ -1,0 +1,142 @@
+"""Reading the dense index into Postgres's cache when a server starts.
+
+After a restart shared_buffers is empty, and at 10^6 chunks a question's first read copies
+thousands of HNSW pages in from the operating system (docs/performance.md, "10^6 chunks"). A
+warm-up reads the whole graph once instead, before traffic: one filtered HNSW scan whose filter no
+row passes, left to iterate over every element, which brings the index and the rows it points at
+into shared buffers. That is what pg_prewarm would do; the embedded server does not ship it, and
+this works on any Postgres with pgvector's iterative scans. The text arm's and the versions'
+tables are then read whole (small next to the cache; Postgres reads a table larger than a quarter
+of shared_buffers through a small ring instead, so those are left to the questions).
+
+Every worker of `serve` starts one; a session advisory lock makes the first do the reading and
+the others wait for it, so /readyz turns ready in all of them when the cache is warm.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from policydesk.storage.buffers import DENSE_INDEX
+from policydesk.storage.models import CHUNK_TABLE
+
+log = logging.getLogger(__name__)
+
+# The advisory lock key: one warm-up per database at a time.
+PREWARM_LOCK = "policydesk_prewarm_dense_index"
+# Read whole after the graph: the text arm's rows and the version windows every answer resolves.
+SMALL_TABLES = ("chunk_search", "document_versions", "documents")
+# Settings of the walk, for its transaction only (the connection goes back to the owner's pool):
+# the index even on a table small enough for a sequential scan, the widest candidate list, and no
+# limit on how far the iterative scan goes.
+_WALK_SETTINGS = {"statement_timeout": "0", "enable_seqscan": "off", "hnsw.ef_search": "1000", "hnsw.iterative_scan": "relaxed_order",
+                  "hnsw.max_scan_tuples": "2147483647", "hnsw.scan_mem_multiplier": "20", "work_mem": "256MB"}
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    outcome: str  # "read" (this process read it), "waited" (another did), "skipped", "failed"
+    seconds: float
+    detail: str = ""
+
+
+def _skip_reason(conn) -> str | None:
+    index_bytes, cache_bytes = conn.execute(text(
+        "SELECT COALESCE(pg_relation_size(to_regclass(:index)), -1), "
+        "pg_size_bytes(current_setting('shared_buffers'))"), {"index": DENSE_INDEX}).one()
+    if index_bytes < 0:
+        return "no dense index in this database"
+    if index_bytes > cache_bytes:  # each page read would evict an earlier one (start-up warns)
+        return "the dense index is larger than shared_buffers"
+    return None
+
+
+def _read_graph(conn) -> None:
+    for name, value in _WALK_SETTINGS.items():
+        conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
+    plan = [row[0] for row in conn.exec_driver_sql(
+        f"EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM {CHUNK_TABLE} WHERE length(node_id) < 0 "
+        f"ORDER BY embedding <=> (SELECT embedding FROM {CHUNK_TABLE} LIMIT 1) LIMIT 1")]
+    if not any(DENSE_INDEX in line for line in plan):
+        raise RuntimeError("the planner did not use the dense index for the warm-up walk")
+    for table in SMALL_TABLES:
+        conn.execute(text(f"SELECT count(*) FROM {table}"))  # names from this module, not from input
+
+
+def warm_dense_index(owner: Engine) -> WarmUp:
+    """Read the dense index and the tables retrieval reads into shared buffers, unless another
+    process holds the warm-up lock (then wait for it to finish). Runs as the owner login, which row
+    security does not bind, so the walk sees every row."""
+    t0 = time.perf_counter()
+    with owner.connect() as conn:
+        reason = _skip_reason(conn)
+        if reason:
+            return WarmUp("skipped", 0.0, reason)
+        key = {"key": PREWARM_LOCK}
+        if conn.execute(text("SELECT pg_try_advisory_lock(hashtext(:key))"), key).scalar_one():
+            outcome = "read"
+            try:
+                _read_graph(conn)
+            finally:
+                conn.rollback()  # ends the walk's settings
+                conn.execute(text("SELECT pg_advisory_unlock(hashtext(:key))"), key)
+        else:
+            outcome = "waited"
+            conn.execute(text("SELECT pg_advisory_lock(hashtext(:key))"), key)
+            conn.execute(text("SELECT pg_advisory_unlock(hashtext(:key))"), key)
+        conn.rollback()
+    return WarmUp(outcome, round(time.perf_counter() - t0, 1))
+
+
+class CacheWarmer:
+    """A warm-up run in a background thread, and what readiness reports of it."""
+
+    def __init__(self, owner: Engine, clock=lambda: datetime.now(timezone.utc)):
+        self._owner = owner
+        self._clock = clock
+        self.started = clock()
+        self.result: WarmUp | None = None
+        self._thread = threading.Thread(target=self._run, name="policydesk-prewarm", daemon=True)
+
+    def start(self) -> "CacheWarmer":
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> WarmUp | None:
+        self._thread.join(timeout)
+        return self.result
+
+    def _run(self) -> None:
+        from policydesk import metrics
+
+        try:
+            result = warm_dense_index(self._owner)
+        except Exception as exc:  # noqa: BLE001 - reported on /readyz, in the log and the metric
+            log.error("warming the dense index failed; questions read it from disk until it is cached", exc_info=exc)
+            result = WarmUp("failed", 0.0, exc.__class__.__name__)
+        else:
+            log.info("dense index warm-up: %s in %.1f s%s", result.outcome, result.seconds,
+                     f" ({result.detail})" if result.detail else "")
+        metrics.CACHE_WARMUPS.labels(outcome=result.outcome).inc()
+        self.result = result
+
+    @property
+    def status(self) -> str:
+        """"ok" once the warm-up has ended (a failed one too: serving slower beats not serving),
+        else how long it has been reading."""
+        if self.result is None:
+            return f"warming the dense index into Postgres's cache ({(self._clock() - self.started).total_seconds():.0f} s so far)"
+        return "ok"
+
+    @property
+    def note(self) -> str | None:
+        if self.result is not None and self.result.outcome in ("failed", "skipped"):
+            return f"{self.result.outcome}: {self.result.detail}"
+        return None
