@@ -85,7 +85,7 @@ def _replica(replica) -> str:
 
 
 def readiness(db, pipeline, warmer=None) -> Readiness:
-    """`warmer`: the start-up warm-up of Postgres's cache (storage/prewarm.CacheWarmer), if one runs;
+    """`warmer`: the start-up warm-up of Postgres's cache (cache_warmup.CacheWarmer), if one runs;
     traffic waits for it, and one that failed or was skipped is noted, not held against readiness."""
     database, migrations = _database(db)
     model, gate = _pipeline(pipeline)

@@ -9,25 +9,21 @@ this works on any Postgres with pgvector's iterative scans. The text arm's and t
 tables are then read whole (small next to the cache; Postgres reads a table larger than a quarter
 of shared_buffers through a small ring instead, so those are left to the questions).
 
-Every worker of `serve` starts one; a session advisory lock makes the first do the reading and
-the others wait for it, so /readyz turns ready in all of them when the cache is warm.
+Every worker of `serve` runs one (policydesk/cache_warmup.py); a session advisory lock makes the
+first do the reading and the others wait for it, so /readyz turns ready in all of them when the
+cache is warm.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from policydesk.storage.buffers import DENSE_INDEX
 from policydesk.storage.models import CHUNK_TABLE
-
-log = logging.getLogger(__name__)
 
 # The advisory lock key: one warm-up per database at a time.
 PREWARM_LOCK = "policydesk_prewarm_dense_index"
@@ -36,8 +32,9 @@ SMALL_TABLES = ("chunk_search", "document_versions", "documents")
 # Settings of the walk, for its transaction only (the connection goes back to the owner's pool):
 # the index even on a table small enough for a sequential scan, the widest candidate list, and no
 # limit on how far the iterative scan goes.
-_WALK_SETTINGS = {"statement_timeout": "0", "enable_seqscan": "off", "hnsw.ef_search": "1000", "hnsw.iterative_scan": "relaxed_order",
-                  "hnsw.max_scan_tuples": "2147483647", "hnsw.scan_mem_multiplier": "20", "work_mem": "256MB"}
+_WALK_SETTINGS = {"statement_timeout": "0", "enable_seqscan": "off", "hnsw.ef_search": "1000",
+                  "hnsw.iterative_scan": "relaxed_order", "hnsw.max_scan_tuples": "2147483647",
+                  "hnsw.scan_mem_multiplier": "20", "work_mem": "256MB"}
 
 
 @dataclass(frozen=True)
@@ -72,8 +69,9 @@ def _read_graph(conn) -> None:
 
 def warm_dense_index(owner: Engine) -> WarmUp:
     """Read the dense index and the tables retrieval reads into shared buffers, unless another
-    process holds the warm-up lock (then wait for it to finish). Runs as the owner login, which row
-    security does not bind, so the walk sees every row."""
+    process holds the warm-up lock: then wait for it to end and take its word for it (reading the
+    graph again, from the cache, would cost each worker seconds of CPU at 10^6). Runs as the owner
+    login, whose own row policy shows it every row."""
     t0 = time.perf_counter()
     with owner.connect() as conn:
         reason = _skip_reason(conn)
@@ -93,50 +91,3 @@ def warm_dense_index(owner: Engine) -> WarmUp:
             conn.execute(text("SELECT pg_advisory_unlock(hashtext(:key))"), key)
         conn.rollback()
     return WarmUp(outcome, round(time.perf_counter() - t0, 1))
-
-
-class CacheWarmer:
-    """A warm-up run in a background thread, and what readiness reports of it."""
-
-    def __init__(self, owner: Engine, clock=lambda: datetime.now(timezone.utc)):
-        self._owner = owner
-        self._clock = clock
-        self.started = clock()
-        self.result: WarmUp | None = None
-        self._thread = threading.Thread(target=self._run, name="policydesk-prewarm", daemon=True)
-
-    def start(self) -> "CacheWarmer":
-        self._thread.start()
-        return self
-
-    def join(self, timeout: float | None = None) -> WarmUp | None:
-        self._thread.join(timeout)
-        return self.result
-
-    def _run(self) -> None:
-        from policydesk import metrics
-
-        try:
-            result = warm_dense_index(self._owner)
-        except Exception as exc:  # noqa: BLE001 - reported on /readyz, in the log and the metric
-            log.error("warming the dense index failed; questions read it from disk until it is cached", exc_info=exc)
-            result = WarmUp("failed", 0.0, exc.__class__.__name__)
-        else:
-            log.info("dense index warm-up: %s in %.1f s%s", result.outcome, result.seconds,
-                     f" ({result.detail})" if result.detail else "")
-        metrics.CACHE_WARMUPS.labels(outcome=result.outcome).inc()
-        self.result = result
-
-    @property
-    def status(self) -> str:
-        """"ok" once the warm-up has ended (a failed one too: serving slower beats not serving),
-        else how long it has been reading."""
-        if self.result is None:
-            return f"warming the dense index into Postgres's cache ({(self._clock() - self.started).total_seconds():.0f} s so far)"
-        return "ok"
-
-    @property
-    def note(self) -> str | None:
-        if self.result is not None and self.result.outcome in ("failed", "skipped"):
-            return f"{self.result.outcome}: {self.result.detail}"
-        return None

@@ -45,7 +45,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
             owned = app.state.db = open_migrated(settings)
             check_secure_start(owned, settings)  # InsecureStartError: uvicorn exits, nothing served
             if settings.PREWARM_ON_START and owned.replica is None:  # a replica's cache is its own server's
-                from policydesk.storage.prewarm import CacheWarmer
+                from policydesk.cache_warmup import CacheWarmer
 
                 app.state.warmer = CacheWarmer(owned.owner).start()
         if app.state.pipeline is None:
