@@ -44,7 +44,9 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
 
             owned = app.state.db = open_migrated(settings)
             check_secure_start(owned, settings)  # InsecureStartError: uvicorn exits, nothing served
-            if settings.PREWARM_ON_START and owned.replica is None:  # a replica's cache is its own server's
+            if settings.PREWARM_ON_START and owned.replica is not None:
+                log.info("no cache warm-up: retrieval reads the replica, whose cache is its own server's")
+            elif settings.PREWARM_ON_START:
                 from policydesk.cache_warmup import CacheWarmer
 
                 app.state.warmer = CacheWarmer(owned.owner).start()
