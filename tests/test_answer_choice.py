@@ -304,3 +304,21 @@ def test_whether_something_may_be_done_is_answered_with_the_limit_put_on_it():
     # a question that is not about whether it may be done does not carry the limit
     plain = answer("which form do staff send a billing error to the audit desk on?", [section])
     assert "must not" not in plain.answer
+
+
+def test_the_exception_in_the_same_lettered_subsection_is_quoted_with_the_rule():
+    order = chunk("ORD:v1:order", "(a) The plan covering the person as a retiree pays after the plan covering them "
+                  "through current work. (b) When a child is covered by both parents, the plan of the parent whose "
+                  "birthday comes first in the calendar year pays first. The parents' ages do not matter. (c) A court "
+                  "order naming one parent decides instead.", title="Order of Payment", section="Which plan pays first")
+    result = answer("child on both parents' plans, dad is older than mom - does his plan go first?", [order])
+    assert result.answerable and "ages do not matter" in result.answer
+    assert "retiree" not in result.answer  # another subsection is not carried along
+
+
+def test_a_sentence_of_the_subsection_for_the_side_not_asked_is_left_out():
+    limits = chunk("SEC:v1:limits", "(b) Secondary claims. A contracted provider sends the secondary claim within "
+                   "45 days of the primary payer's remittance. A non-contracted provider has 90 days from the same "
+                   "date.", title="Other Coverage", section="Secondary claims")
+    result = answer("we're contracted - how long to send the secondary claim after the primary paid?", [limits])
+    assert result.answerable and "45 days" in result.answer and "90 days" not in result.answer

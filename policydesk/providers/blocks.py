@@ -162,14 +162,27 @@ def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]
     """Quotable sentences, each with the lead-in it needs: the title of the lettered subsection it
     sits in (until the next subsection or heading) and the sentence ending in ':' that introduces
     its list. Subsections may start mid-line (PDF paragraphs are joined). Headings are left out."""
+    return [(sentence, lead) for sentence, lead, _ in _read(text, headings)]
+
+
+def subsections(text: str, headings: tuple[str, ...] = ()) -> list[int | None]:
+    """For each passage as `passages` lists them, the lettered subsection it sits in (a number
+    shared by the sentences of one subsection), None outside any."""
+    return [unit for _, _, unit in _read(text, headings)]
+
+
+def _read(text: str, headings: tuple[str, ...]) -> list[tuple[str, str, int | None]]:
     names = {_normal(h) for h in headings if h}
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, int | None]] = []
     subsection, list_lead = "", ""
+    unit: int | None = None
+    units = 0
     for line in text.splitlines():
         if not line.strip():
             continue
         if _is_heading(line, names):
             subsection = list_lead = ""
+            unit = None
             continue
         if not _LIST_MARK.match(line):
             list_lead = ""
@@ -177,15 +190,17 @@ def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]
         for sentence in (s.strip() for s in _SENTENCE_END.split(body) if s.strip()):
             if _MARKER.match(sentence):  # a new subsection starts here
                 list_lead = ""
+                units += 1
+                unit = units
                 if _subsection_title(sentence):
                     subsection = sentence
                     continue  # its bare title is not quoted: it heads the sentences after it
                 # an untitled subsection: its opening sentence says what the rest is about
                 subsection = sentence if word_count(sentence) <= _LEAD_IN_MAX_WORDS else ""
-                out.append((sentence, ""))
+                out.append((sentence, "", unit))
                 continue
             lead_in = " ".join(p for p in (subsection, list_lead) if p)
-            out.append((sentence, lead_in))
+            out.append((sentence, lead_in, unit))
             if sentence.endswith(":") and word_count(sentence) <= _LEAD_IN_MAX_WORDS:
                 list_lead = sentence
     return out

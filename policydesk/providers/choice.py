@@ -9,8 +9,9 @@ retrieval) decides, with the sides the sentence names explicitly, the source the
 names, the unit and number the question gives and lexical overlap as bonuses; a sentence that
 tells of a change gives way, and one telling what is kept does not answer a question about the
 new rule. A quoted
-sentence carries the neighbour it refers back to, and the next one when that refers back to it
-and holds what the question asks. There is no synonym table, so nothing here knows one
+sentence carries what it needs to be read (`policydesk.providers.carrying`): its whole lettered
+subsection when that is short, else the neighbour it refers back to and the next one when that
+goes on about it and holds what the question asks. There is no synonym table, so nothing here knows one
 corpus's vocabulary. A part with no such sentence similar enough is left unanswered rather
 than answered with a neighbour.
 """
@@ -20,8 +21,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -29,7 +31,16 @@ import numpy as np
 from policydesk.answerability import Ask, Passage, fit, names_source
 from policydesk.date_conditions import leaves_out
 from policydesk.plan_names import Programs
-from policydesk.providers.blocks import SourceBlock, in_force_from, looks_injected, passages, terms, word_count
+from policydesk.providers.blocks import (
+    SourceBlock,
+    in_force_from,
+    looks_injected,
+    passages,
+    subsections,
+    terms,
+    word_count,
+)
+from policydesk.providers.carrying import Candidate, carried
 from policydesk.providers.local import VectorCache
 from policydesk.words import STOPWORDS
 
@@ -101,21 +112,6 @@ _NUMBER_TOKEN = re.compile(r"(?<![\w/:.-])(\d{1,3})(?:st|nd|rd|th)?(?![\w/:]|[.-
 _NUMBER_ALT = r"\d{1,3}(?:st|nd|rd|th)?|" + "|".join(_ORDINALS + _CARDINALS)
 _RANGE = re.compile(rf"\b({_NUMBER_ALT})\s+(?:through|thru|to)\s+({_NUMBER_ALT})\b", re.IGNORECASE)
 MAX_RANGE = 60
-# A sentence that refers back to the one before it ("a claim for these services ...").
-_REFERS_BACK = re.compile(r"^(?:[\w'-]+\s+){0,3}?(?:this|these|those|such|the\s+same)\b", re.IGNORECASE)
-# A sentence opening with a definite noun phrase ("The provider's services ..."): what it names may
-# be what the sentence before it named.
-_DEFINITE_OPENING = re.compile(r"^(?:the|its|their)\s+(?:[\w'-]+\s+){0,2}[\w'-]+", re.IGNORECASE)
-# A question whether something may be done ("am I allowed to tell them?", "can they go straight to
-# the state?") is answered by the limit put on it; when the next sentence of the passage states one
-# ("must not", "must first") and the chosen sentence does not, it is quoted too.
-_ASKS_LEAVE = re.compile(r"^\W*(?:can|could|may|am|is|are)\b|[.?!,;-]\s*(?:can|could|may|am|is|are)\s+(?:i|we|they|he|she|"
-                         r"you|it|the\s+\w+|a\s+\w+)\b|\b(?:allowed|permitted|ok(?:ay)?)\s+to\b", re.IGNORECASE)
-_RESTRICTION = re.compile(r"\b(?:must|may|can|should)\s+(?:not|never|first|only)\b|\bcannot\b|\bcan't\b|\bonly\s+(?:if|when|with|after)\b",
-                          re.IGNORECASE)
-# The next sentence of the passage is quoted too when it has this many of the question's words that
-# the chosen sentence lacks, even without referring back to it: the pair says what is asked.
-CONTINUATION_WORDS = 2
 # A wiki page or note sentence that says what a policy sentence says (cosine of the plain
 # sentences at least this) is a restatement: the binding policy sentence is quoted instead.
 RESTATEMENT_COSINE = 0.85
@@ -144,22 +140,6 @@ _PART_BREAK = re.compile(
 class Embedder(Protocol):
     def get_query_embedding(self, query: str) -> list[float]: ...
     def get_text_embedding_batch(self, texts: list[str], **kwargs) -> list[list[float]]: ...
-
-
-@dataclass(frozen=True)
-class Candidate:
-    block_index: int
-    sentence_index: int
-    sentence: str
-    similarity: float
-    score: float
-    lead_in: str = ""
-    continuation: str = ""  # the next sentence, when it refers back and says what the ask needs
-
-    @property
-    def quote(self) -> str:
-        """The sentence as shown: with the lead-in it needs to be understood, and its continuation."""
-        return " ".join(p for p in (self.lead_in, self.sentence, self.continuation) if p)
 
 
 def question_parts(question: str) -> list[str]:
@@ -235,31 +215,16 @@ def states_asked_unit(part: str, sentence: str) -> bool:
     return bool(re.search(rf"\b{value}\s+{unit}", sentence, re.IGNORECASE))
 
 
-def _carried(c: Candidate, quotable, part: str) -> Candidate:
-    """The candidate read with its neighbours in the same passage (same block, same lead-in) that
-    it needs or that finish it: the sentence before, when the candidate refers back to it ("a claim
-    for these services ..."); the sentence after, when it has words of the part the candidate lacks
-    (the pair says what is asked, the sentence alone not) and goes on about the candidate, or has
-    several such words."""
-    near = {s: (text, lead) for b, s, text, lead in quotable if b == c.block_index}
-    before, after, lead = near.get(c.sentence_index - 1), near.get(c.sentence_index + 1), c.lead_in
-    if before and before[1] == lead and _REFERS_BACK.search(c.sentence):
-        c = replace(c, lead_in=" ".join(p for p in (lead, before[0]) if p))
-    if after and after[1] == lead:
-        lacking = (terms(part) & terms(after[0])) - terms(f"{c.lead_in} {c.sentence}")
-        restricts = _ASKS_LEAVE.search(part) and _RESTRICTION.search(after[0]) and not _RESTRICTION.search(c.sentence)
-        if len(lacking) >= CONTINUATION_WORDS or (lacking and _goes_on(after[0], c.sentence)) or restricts:
-            c = replace(c, continuation=after[0])
-    return c
-
-
-def _goes_on(after: str, sentence: str) -> bool:
-    """The next sentence goes on about this one: it refers back ("these services ..."), or its opening
-    noun phrase is definite and names what this one does ("The provider's services continue ...")."""
-    if _REFERS_BACK.search(after):
-        return True
-    opening = _DEFINITE_OPENING.match(after)
-    return bool(opening and terms(opening.group(0)) & terms(sentence))
+def _beside(part: str, ask: Ask, block: SourceBlock, dates: Sequence[date], text: str, lead: str) -> bool:
+    """A sentence may be quoted beside the chosen one: it takes no other side or program than the
+    part asks, and is no rule for other dates than those that apply (the same tests as ranking's)."""
+    verdict = fit(ask, Passage(sentence=text, lead_in=lead, heading=block.heading, products=block.products))
+    if verdict.contests:
+        return False
+    wants_old = bool(_ASKS_OLD.search(part))
+    if _ASKS_NEW.search(part) and not wants_old and _TELLS_KEPT.search(text):
+        return False
+    return wants_old or not leaves_out(text, dates, in_force_from(block))
 
 
 def states_value(sentence: str) -> bool:
@@ -289,6 +254,7 @@ class SentenceChooser:
                     if word_count(text) >= 3 and not looks_injected(text)]
         if not quotable:
             return []
+        units = [subsections(block.text, (block.title, block.section)) for block in blocks]
         # Each sentence under its heading, and, where it has one, with its lead-in too ("(c) Family
         # Care (Medicaid). The plan decides ..."): the closer reading counts.
         plain = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text, _ in quotable])
@@ -321,7 +287,8 @@ class SentenceChooser:
                     seen_docs.add(block.doc)
             for c in picks:
                 if all((c.block_index, c.sentence_index) != (o.block_index, o.sentence_index) for o in chosen):
-                    chosen.append(_carried(c, quotable, expand_abbreviations(part, texts)))
+                    chosen.append(carried(c, quotable, expand_abbreviations(part, texts), units[c.block_index],
+                                          partial(_beside, part, ask, blocks[c.block_index], dates)))
         return chosen[:MAX_SENTENCES]
 
     def _binding(self, ranked: list[Candidate], blocks: list[SourceBlock]) -> Candidate:
