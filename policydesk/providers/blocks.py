@@ -162,16 +162,12 @@ def passages(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str]]
     """Quotable sentences, each with the lead-in it needs: the title of the lettered subsection it
     sits in (until the next subsection or heading) and the sentence ending in ':' that introduces
     its list. Subsections may start mid-line (PDF paragraphs are joined). Headings are left out."""
-    return [(sentence, lead) for sentence, lead, _ in _read(text, headings)]
+    return [(sentence, lead) for sentence, lead, _ in passages_in_subsections(text, headings)]
 
 
-def subsections(text: str, headings: tuple[str, ...] = ()) -> list[int | None]:
-    """For each passage as `passages` lists them, the lettered subsection it sits in (a number
-    shared by the sentences of one subsection), None outside any."""
-    return [unit for _, _, unit in _read(text, headings)]
-
-
-def _read(text: str, headings: tuple[str, ...]) -> list[tuple[str, str, int | None]]:
+def passages_in_subsections(text: str, headings: tuple[str, ...] = ()) -> list[tuple[str, str, int | None]]:
+    """`passages`, each with the lettered subsection it sits in (a number shared by the sentences
+    of one subsection), None outside any."""
     names = {_normal(h) for h in headings if h}
     out: list[tuple[str, str, int | None]] = []
     subsection, list_lead = "", ""

@@ -35,8 +35,7 @@ from policydesk.providers.blocks import (
     SourceBlock,
     in_force_from,
     looks_injected,
-    passages,
-    subsections,
+    passages_in_subsections,
     terms,
     word_count,
 )
@@ -249,12 +248,13 @@ class SentenceChooser:
                chosen_program: str | None = None, dates: Sequence[date] = ()) -> list[Candidate]:
         """The sentences to quote, in answer order: per question part its best, then close other policies.
         `dates`: the dates versions were resolved for (none: today)."""
-        quotable = [(b, s, text, lead) for b, block in enumerate(blocks)
-                    for s, (text, lead) in enumerate(passages(block.text, (block.title, block.section)))
+        read = [passages_in_subsections(block.text, (block.title, block.section)) for block in blocks]
+        quotable = [(b, s, text, lead) for b, found in enumerate(read)
+                    for s, (text, lead, _) in enumerate(found)
                     if word_count(text) >= 3 and not looks_injected(text)]
         if not quotable:
             return []
-        units = [subsections(block.text, (block.title, block.section)) for block in blocks]
+        units = [[unit for _, _, unit in found] for found in read]
         # Each sentence under its heading, and, where it has one, with its lead-in too ("(c) Family
         # Care (Medicaid). The plan decides ..."): the closer reading counts.
         plain = self._vectors([f"{blocks[b].heading}: {text}" for b, _, text, _ in quotable])

@@ -30,14 +30,18 @@ DENSE_INDEX = "data_chunks_embedding_hnsw"
 MEMORY_SIZE = re.compile(r"^[1-9][0-9]*(kB|MB|GB|TB)$")
 
 
+def index_and_cache(conn, index: str = DENSE_INDEX) -> tuple[int | None, int, str]:
+    """(the index's size in bytes, None when it does not exist; shared_buffers in bytes; as set)."""
+    return tuple(conn.execute(text(
+        "SELECT pg_relation_size(to_regclass(:index)), pg_size_bytes(current_setting('shared_buffers')), "
+        "current_setting('shared_buffers')"), {"index": index}).one())
+
+
 def cache_shortfall(owner: Engine, index: str = DENSE_INDEX) -> str | None:
     """What to warn about when `index` is larger than shared_buffers, else None."""
     with owner.connect() as conn:
-        index_bytes, cache_bytes, cache = conn.execute(text(
-            "SELECT COALESCE(pg_relation_size(to_regclass(:index)), 0), "
-            "pg_size_bytes(current_setting('shared_buffers')), current_setting('shared_buffers')"),
-            {"index": index}).one()
-    if index_bytes <= cache_bytes:
+        index_bytes, cache_bytes, cache = index_and_cache(conn, index)
+    if index_bytes is None or index_bytes <= cache_bytes:
         return None
     return (f"the dense index {index} ({index_bytes / 2**20:.1f} MB) is larger than Postgres's shared_buffers ({cache}): "
             "a question's first read of the graph comes from the operating system's cache; size shared_buffers "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from policydesk.storage.buffers import DENSE_INDEX
+from policydesk.storage.buffers import DENSE_INDEX, index_and_cache
 from policydesk.storage.models import CHUNK_TABLE
 
 # The advisory lock key: one warm-up per database at a time.
@@ -45,10 +45,8 @@ class WarmUp:
 
 
 def _skip_reason(conn) -> str | None:
-    index_bytes, cache_bytes = conn.execute(text(
-        "SELECT COALESCE(pg_relation_size(to_regclass(:index)), -1), "
-        "pg_size_bytes(current_setting('shared_buffers'))"), {"index": DENSE_INDEX}).one()
-    if index_bytes < 0:
+    index_bytes, cache_bytes, _ = index_and_cache(conn)
+    if index_bytes is None:
         return "no dense index in this database"
     if index_bytes > cache_bytes:  # each page read would evict an earlier one (start-up warns)
         return "the dense index is larger than shared_buffers"
