@@ -1,7 +1,10 @@
 """Early refusal: screen a question before retrieval, in code, with no model call.
 
-Order: empty -> too long -> member identifier -> (redact) -> claim action -> topic gate
-(clearance) -> out of scope. The first check that fires decides the refusal.
+Order: too long -> (normalize, redact) -> empty -> member identifier -> claim action -> topic gate
+(clearance) -> out of scope. The first check that fires decides the refusal. The length is
+checked before anything reads the text; every check after it reads the question in its normal
+form (`policydesk.detectors.normalize`), so an identifier in fullwidth, Cyrillic or Greek
+look-alike letters, with invisible characters or dash variants inside, is the identifier.
 
 Two layers keep identifiers out. The gate refuses a question carrying one; and
 every question, refused or not, is redacted (`policydesk.detectors.redact`) before anything
@@ -30,6 +33,7 @@ from typing import Protocol
 from policydesk import metrics
 from policydesk.access import Clearance
 from policydesk.detectors import find_member_identifiers
+from policydesk.detectors.normalize import normalize
 from policydesk.detectors.redact import Redaction, redact
 from policydesk.intent import IntentClassifier
 
@@ -128,14 +132,18 @@ class RefusalGate:
 
     def screen(self, question: str, clearance: Clearance) -> Screening:
         raw = question or ""
-        redaction = redact(raw, self.plan_patterns)
+        if len(raw) > self.max_chars and len(raw.strip()) > self.max_chars:
+            # Before any other work: nothing of an over-long question is read, kept or redacted.
+            return Screening(Refusal(RefusalReason.question_too_long,
+                                     QUESTION_TOO_LONG_MESSAGE.format(max_chars=self.max_chars)), Redaction("", ()))
+        # One normal form (other scripts' look-alikes, fullwidth forms, invisible characters, dash
+        # variants folded) for every check below and for everything after the gate.
+        normal = normalize(raw)
+        redaction = redact(normal, self.plan_patterns, normalized=True)
         text = redaction.text.strip()
         if not text:
             return Screening(Refusal(RefusalReason.empty_question, EMPTY_QUESTION_MESSAGE), redaction)
-        if len(raw.strip()) > self.max_chars:
-            return Screening(Refusal(RefusalReason.question_too_long,
-                                     QUESTION_TOO_LONG_MESSAGE.format(max_chars=self.max_chars)), redaction)
-        if self.detect_identifiers and (kinds := find_member_identifiers(raw, self.plan_patterns)):
+        if self.detect_identifiers and (kinds := find_member_identifiers(normal, self.plan_patterns, normalized=True)):
             return Screening(Refusal(RefusalReason.member_identifier, MEMBER_IDENTIFIER_MESSAGE), redaction,
                              [f"identifier:{k}" for k in kinds])
         return self._screen_intent(text, clearance, redaction)

@@ -50,6 +50,7 @@ from functools import lru_cache
 from policydesk.detectors.addresses import find_member_addresses
 from policydesk.detectors.attribution import PHONE as _PHONE
 from policydesk.detectors.attribution import TOLL_FREE, is_plan_number, number_owner
+from policydesk.detectors.normalize import normalize
 
 _I = re.IGNORECASE
 
@@ -371,7 +372,8 @@ def _names(text: str) -> list[Finding]:
 
 
 def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None) -> list[Finding]:
-    """Every identifier span found, in text order (spans may overlap)."""
+    """Every identifier span found, in text order (spans may overlap), as offsets into `text` itself:
+    pass text already in its normal form (`detectors.normalize`), as `redact` does."""
     patterns = tuple(plan_patterns) if plan_patterns is not None else _default_plan_patterns()
     found: list[Finding] = []
     for regex in _plan_regexes(patterns):
@@ -392,6 +394,11 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
     return sorted(found, key=lambda f: (f.start, -f.end))
 
 
-def find_member_identifiers(text: str, plan_patterns: Sequence[str] | None = None) -> list[str]:
-    """Kinds of member identifier found in text, in first-seen order, no repeats."""
+def find_member_identifiers(text: str, plan_patterns: Sequence[str] | None = None, *,
+                            normalized: bool = False) -> list[str]:
+    """Kinds of member identifier found in text, in first-seen order, no repeats. The text is read in
+    its normal form (`detectors.normalize`: other scripts' look-alikes, fullwidth forms, invisible
+    characters and dash variants folded); pass `normalized=True` when it already is."""
+    if not normalized:
+        text = normalize(text)
     return list(dict.fromkeys(f.kind for f in find_identifier_spans(text, plan_patterns)))

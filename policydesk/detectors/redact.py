@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from policydesk.detectors.identifiers import Finding, find_identifier_spans, id_shaped
+from policydesk.detectors.normalize import normalize
 
 # Separators include "_" (an ID typed as "mbr_88213-q" passed both layers on test_v5).
 _TOKEN = re.compile(r"(?<![\w@.+-])(?=[A-Za-z0-9./_-]*\d)[A-Za-z0-9]+(?:[-./_][A-Za-z0-9]+){0,6}(?![\w@-])")
@@ -58,8 +59,11 @@ def _shape_spans(text: str) -> list[Finding]:
     return out
 
 
-def redact(text: str, plan_patterns: Sequence[str] | None = None) -> Redaction:
-    """The text with every identifier span replaced by a placeholder, and the kinds found."""
+def redact(text: str, plan_patterns: Sequence[str] | None = None, *, normalized: bool = False) -> Redaction:
+    """The text in its normal form (`detectors.normalize`; pass `normalized=True` when it already
+    is) with every identifier span replaced by a placeholder, and the kinds found."""
+    if not normalized:
+        text = normalize(text)
     spans = sorted(find_identifier_spans(text, plan_patterns) + _shape_spans(text), key=lambda f: (f.start, -f.end))
     if not spans:
         return Redaction(text, ())
