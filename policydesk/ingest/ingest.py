@@ -8,10 +8,14 @@ chunks meanwhile, embedcache.py), then write, in one transaction.
 - Any error before commit leaves every table as it was.
 - A file that cannot be read or carries member PHI refuses the whole ingest, every such file
   listed at once; with `skip_bad` those files are left out and the rest is written.
+- Nothing widens who may read indexed text: a source whose `access_level` or `sensitive`
+  differs from its indexed versions is refused, as is a file whose bytes are already indexed
+  (or listed) under another id at another clearance; a retired id is never indexed again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,9 +25,10 @@ from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.embedcache import EmbeddingQueue
 from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, windows_for
 from policydesk.ingest.errors import IngestError, IngestRefused
-from policydesk.ingest.manifest import Source, check_windows, load_manifest
+from policydesk.ingest.manifest import Source, check_windows, load_manifest, read_manifest
 from policydesk.ingest.plan import PlannedSource, file_sha256, plan_source
 from policydesk.ingest.tokens import budget_for
+from policydesk.storage.clearance import ACCESS_LEVELS
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
 from policydesk.topic_terms import catch_up
 
@@ -62,14 +67,45 @@ def _changed(p: PlannedSource, existing: dict) -> bool:
     return row is None or row.source_sha256 != p.sha256
 
 
+def _listed(directory: Path, only: set[tuple[str, int]]) -> tuple[list[Source], list[Source]]:
+    """The `only` sources of the manifest, and all its good sources; a bad entry elsewhere in the
+    manifest does not stop them, a bad entry among them raises its own error."""
+    manifest = read_manifest(Path(directory))
+    chosen = [s for s in manifest.sources if (s.doc_id, s.version) in only]
+    missing = only - {(s.doc_id, s.version) for s in chosen}
+    for doc_id, version in sorted(missing):
+        problem = next((p for p in manifest.problems if p.doc_id == doc_id), None)
+        if problem is not None:
+            raise problem.error
+        raise IngestError("manifest.yaml", "sources", f"{doc_id} version {version} is not listed")
+    return chosen, manifest.sources
+
+
+def listed_hashes(sources: Iterable[Source], settings) -> dict[str, list[Source]]:
+    """The manifest's sources by file SHA-256 (too large or unreadable files left out: ingest
+    refuses them on their own), for the same-content check."""
+    by_sha: dict[str, list[Source]] = {}
+    for s in sources:
+        try:
+            sha = file_sha256(s.path, max_bytes=settings.MAX_SOURCE_BYTES, file=s.file)
+        except (IngestError, OSError):
+            continue
+        by_sha.setdefault(sha, []).append(s)
+    return by_sha
+
+
 def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bool = False,
-                     skip_bad: bool = False, only: set[tuple[str, int]] | None = None) -> IngestReport:
+                     skip_bad: bool = False, only: set[tuple[str, int]] | None = None,
+                     listed: Mapping[str, list[Source]] | None = None) -> IngestReport:
     """`only`: ingest just these (doc_id, version) sources of the manifest, in this one
     transaction (the other versions already indexed still shape their windows); sync.py calls it
-    once per source, so a source that fails its checks leaves the others written."""
-    sources = load_manifest(Path(directory))
-    if only is not None:
-        sources = [s for s in sources if (s.doc_id, s.version) in only]
+    once per source, so a source that fails its checks leaves the others written, and a bad entry
+    elsewhere in the manifest does not stop it. `listed`: the manifest's sources by file hash
+    (`listed_hashes`), for the same-content check; computed when not given."""
+    if only is None:
+        sources = everything = load_manifest(Path(directory))
+    else:
+        sources, everything = _listed(directory, set(only))
     budget = budget_for(settings)
     report = IngestReport(sources=len(sources))
 
@@ -96,6 +132,19 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
         prepared = [p for p in planned if not p.refused]
         changed = [p for p in prepared if id(p) in keys]
         report.unchanged = len(prepared) - len(changed)
+        # Who may read indexed text never widens, changed or not: the checks run on every source.
+        for p in prepared:
+            _check_clearance(p, docs.get(p.source.doc_id), existing)
+        if listed is None and only is None:
+            listed = {}
+            for p in planned:
+                if p.sha256:
+                    listed.setdefault(p.sha256, []).append(p.source)
+        elif listed is None:
+            listed = listed_hashes(everything, settings)
+        copies = _indexed_copies(session, {p.sha256 for p in prepared})
+        for p in prepared:
+            _check_copies(p, copies.get(p.sha256, []), listed.get(p.sha256, []))
 
         # Windows over every version of each touched document: those indexed and those in DIR.
         all_versions: dict[str, dict[int, tuple]] = {}
@@ -111,7 +160,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
         for p in changed:
             doc = docs.get(p.source.doc_id)
             if doc is not None:
-                for attr, field_name in (("title", "title"), ("source_type", "type"), ("access_level", "access_level"), ("date_basis", "date_basis")):
+                for attr, field_name in (("title", "title"), ("source_type", "type"), ("date_basis", "date_basis")):
                     if getattr(doc, attr) != getattr(p.source, attr):
                         raise IngestError(p.source.file, field_name, f"differs from the indexed {doc.doc_id} ({getattr(doc, attr)!r})")
                 if (doc.line_of_business or []) != list(p.source.line_of_business):
@@ -203,6 +252,86 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
         session.flush()
         catch_up(session.connection())
     return report
+
+
+def _clearance_text(access_level: str, sensitive: bool) -> str:
+    return f"{access_level}{', sensitive' if sensitive else ''}"
+
+
+def _check_clearance(p: PlannedSource, doc: Document | None, existing: dict) -> None:
+    """A source already indexed keeps its clearance: the manifest may not change its
+    `access_level` or `sensitive` (lowering them would show indexed text to more roles), nor
+    list a retired id again."""
+    s = p.source
+    if doc is None:
+        return
+    if doc.retired_at is not None:
+        raise IngestError(s.file, "id", f"{s.doc_id} was retired on {doc.retired_at.date().isoformat()} "
+                                        f"(by {doc.retired_by}); a retired id is not indexed again: list the "
+                                        "source under a new id")
+    if doc.access_level != s.access_level:
+        raise IngestError(s.file, "access_level", f"differs from the indexed {doc.doc_id} ({doc.access_level!r})")
+    indexed = {row.sensitive for (doc_id, _), row in existing.items() if doc_id == s.doc_id} - {s.sensitive}
+    if indexed:
+        raise IngestError(s.file, "sensitive", f"differs from the indexed {doc.doc_id} ({indexed.pop()!r})")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """Another source holding the same bytes: indexed (maybe retired) or listed in the manifest."""
+    doc_id: str
+    version: int
+    file: str
+    access_level: str
+    sensitive: bool
+    state: str  # "indexed" | "retired" | "listed"
+
+
+def _indexed_copies(session: Session, shas: set[str]) -> dict[str, list[_Held]]:
+    """Indexed versions (retired ones too) whose file had one of these hashes."""
+    shas.discard("")
+    if not shas:
+        return {}
+    v, d = DocumentVersion, Document
+    rows = session.execute(select(v.source_sha256, v.doc_id, v.version, v.source_file, v.access_level, v.sensitive,
+                                  d.retired_at).join(d, d.doc_id == v.doc_id)
+                           .where(v.source_sha256.in_(sorted(shas))).order_by(v.doc_id, v.version)).all()
+    found: dict[str, list[_Held]] = {}
+    for r in rows:
+        state = "retired" if r.retired_at is not None else "indexed"
+        found.setdefault(r.source_sha256, []).append(
+            _Held(r.doc_id, r.version, r.source_file, r.access_level, r.sensitive, state))
+    return found
+
+
+def _wider(a: tuple[str, bool], b: tuple[str, bool]) -> bool:
+    """Clearance `a` lets someone read what `b` keeps from them: a lower level, or not sensitive."""
+    return ACCESS_LEVELS.index(a[0]) < ACCESS_LEVELS.index(b[0]) or (b[1] and not a[1])
+
+
+def _check_copies(p: PlannedSource, indexed: list[_Held], listed: list[Source]) -> None:
+    """The same bytes under another id must carry the same clearance: a copy or a symlink of a
+    restricted file listed as public would hand its text to every rep. A retired copy bars only
+    a wider one (retiring a wrongly public copy lets the original be indexed)."""
+    s = p.source
+    mine = (s.access_level, s.sensitive)
+    others = indexed + [_Held(o.doc_id, o.version, o.file, o.access_level, o.sensitive, "listed") for o in listed]
+    for other in others:
+        theirs = (other.access_level, other.sensitive)
+        if other.doc_id == s.doc_id or theirs == mine:
+            continue
+        if other.state == "retired" and not _wider(mine, theirs):
+            continue
+        field_name = "access_level" if other.access_level != s.access_level else "sensitive"
+        if _wider(mine, theirs):
+            why = "a copy must not be read more widely than the text it copies"
+        else:
+            why = (f"if {other.doc_id} should not be read that widely, retire it "
+                   f"(policydesk sync DIR --retire {other.doc_id})" if other.state == "indexed"
+                   else "list both at one clearance")
+        raise IngestError(s.file, field_name, (
+            f"same content (sha256 {p.sha256[:12]}) as {other.doc_id} v{other.version} ({other.file}), "
+            f"{other.state} at {_clearance_text(*theirs)}; {s.doc_id} lists it at {_clearance_text(*mine)}: {why}"))
 
 
 def _rewrite_chunk_windows(session: Session, doc_id: str, version: int, window: dict) -> None:

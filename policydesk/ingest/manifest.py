@@ -22,6 +22,9 @@ OPTIONAL_FIELDS = ("related_policies", "line_of_business", "review_every")
 # Top-level manifest key: the products the corpus may name. When present, a source naming any
 # other is refused; absent, any product name is valid.
 DECLARED_PRODUCTS = "lines_of_business"
+# Fields every version of one document must give alike: who may read it is the document's, so no
+# version can be listed more widely than another.
+AGREEING_FIELDS = ("title", "source_type", "date_basis", "access_level", "sensitive", "line_of_business")
 SUFFIXES = {
     "policy": (".pdf", ".docx"),
     "wiki": (".md", ".markdown", ".html", ".htm", ".txt"),
@@ -133,7 +136,37 @@ def _source(entry: dict, root: Path, index: int, declared: tuple[str, ...] | Non
     )
 
 
-def load_manifest(directory: Path) -> list[Source]:
+@dataclass(frozen=True)
+class EntryProblem:
+    """One manifest entry refused by its own checks (or by its document's other versions):
+    `file` and `doc_id` as the entry wrote them (`file` names the entry when it gives none;
+    `doc_id` None when absent)."""
+    error: IngestError
+    file: str
+    doc_id: str | None
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest read entry by entry: the sources that passed every check, and the entries that
+    did not, in manifest order."""
+    sources: list[Source]
+    problems: list[EntryProblem]
+
+
+def _raw(entry, key: str) -> str | None:
+    value = entry.get(key) if isinstance(entry, dict) else None
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def read_manifest(directory: Path) -> Manifest:
+    """Every entry checked on its own: a bad entry (and every version of a document whose
+    versions disagree or overlap) is returned as a problem, the rest as sources. Raises
+    `IngestError` only when the manifest as a whole can't be read (missing, not YAML, no
+    `sources` list, a bad `lines_of_business`)."""
     root = Path(directory).resolve()
     manifest = root / "manifest.yaml"
     if not manifest.is_file():
@@ -154,26 +187,50 @@ def load_manifest(directory: Path) -> list[Source]:
     declared = None
     if data.get(DECLARED_PRODUCTS) is not None:
         declared = _products(data[DECLARED_PRODUCTS], "manifest.yaml", DECLARED_PRODUCTS)
-    sources = [_source(entry, root, i, declared) for i, entry in enumerate(data["sources"])]
-    _check_versions(sources)
-    return sources
-
-
-def _check_versions(sources: list[Source]) -> None:
+    sources: list[Source] = []
+    problems: list[EntryProblem] = []
+    for i, entry in enumerate(data["sources"]):
+        try:
+            sources.append(_source(entry, root, i, declared))
+        except IngestError as exc:
+            problems.append(EntryProblem(exc, _raw(entry, "file") or f"manifest.yaml entry {i + 1}", _raw(entry, "id")))
     by_doc: dict[str, list[Source]] = {}
     for s in sources:
         by_doc.setdefault(s.doc_id, []).append(s)
+    refused: set[str] = set()
     for doc_id, versions in by_doc.items():
-        seen: set[int] = set()
-        for s in versions:
-            if s.version in seen:
-                raise IngestError(s.file, "version", f"{doc_id} version {s.version} is listed twice")
-            seen.add(s.version)
-            first = versions[0]
-            for field in ("title", "source_type", "date_basis", "access_level", "line_of_business"):
-                if getattr(s, field) != getattr(first, field):
-                    raise IngestError(s.file, field, f"differs from {first.file}; versions of {doc_id} must agree")
-        check_windows(doc_id, [(s.version, s.effective_from, s.file) for s in versions])
+        try:
+            _check_versions(doc_id, versions)
+        except IngestError as exc:
+            refused.add(doc_id)
+            # Which version is right can't be told: every version of the document is refused,
+            # the one at fault first.
+            problems.append(EntryProblem(exc, exc.file, doc_id))
+            problems += [EntryProblem(IngestError(s.file, exc.field, f"refused with another version of {doc_id} "
+                                                                     f"({exc.file}: {exc.reason})"), s.file, doc_id)
+                         for s in versions if s.file != exc.file]
+    return Manifest([s for s in sources if s.doc_id not in refused], problems)
+
+
+def load_manifest(directory: Path) -> list[Source]:
+    """Every source of the manifest; the first bad entry refuses the whole manifest."""
+    read = read_manifest(directory)
+    if read.problems:
+        raise read.problems[0].error
+    return read.sources
+
+
+def _check_versions(doc_id: str, versions: list[Source]) -> None:
+    seen: set[int] = set()
+    first = versions[0]
+    for s in versions:
+        if s.version in seen:
+            raise IngestError(s.file, "version", f"{doc_id} version {s.version} is listed twice")
+        seen.add(s.version)
+        for field in AGREEING_FIELDS:
+            if getattr(s, field) != getattr(first, field):
+                raise IngestError(s.file, field, f"differs from {first.file}; versions of {doc_id} must agree")
+    check_windows(doc_id, [(s.version, s.effective_from, s.file) for s in versions])
 
 
 def check_windows(doc_id: str, versions: list[tuple[int, date, str]]) -> None:

@@ -34,14 +34,36 @@ class PlannedSource:
         return self.problem is not None
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+HASH_BLOCK = 1 << 20
+
+
+def file_sha256(path: Path, *, max_bytes: int | None = None, file: str | None = None) -> str:
+    """The file's SHA-256, read in blocks of HASH_BLOCK bytes. With `max_bytes`, a file larger
+    than that is refused (`IngestError` naming `file`) on its size before a byte is read, and
+    again if it grows past the limit while being read: memory stays one block whatever the file."""
+    label = file or path.name
+    if max_bytes is not None:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise IngestError(label, "file", f"file is {size} bytes; the limit is {max_bytes}")
+    digest, read = hashlib.sha256(), 0
+    with path.open("rb") as fh:
+        while block := fh.read(HASH_BLOCK):
+            read += len(block)
+            if max_bytes is not None and read > max_bytes:
+                raise IngestError(label, "file", f"file grew past the limit of {max_bytes} bytes while it was read")
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def plan_source(source: Source, settings, budget: TokenBudget) -> PlannedSource:
     """Read, screen and chunk one source. A bad file is returned with its problem, not raised,
     so every bad file of a corpus can be listed at once."""
-    planned = PlannedSource(source, file_sha256(source.path))
+    try:
+        sha256 = file_sha256(source.path, max_bytes=settings.MAX_SOURCE_BYTES, file=source.file)
+    except IngestError as exc:  # too large: refused on its size, never read
+        return PlannedSource(source, "", problem=exc)
+    planned = PlannedSource(source, sha256)
     try:
         layout = read_layout(source.path, source.file, max_bytes=settings.MAX_SOURCE_BYTES,
                              max_pages=settings.MAX_PDF_PAGES)

@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 
 from policydesk.answer import AnswerWarning
 from policydesk.config import get_settings
-from policydesk.ingest.ingest import file_sha256
+from policydesk.ingest.errors import IngestError
+from policydesk.ingest.plan import file_sha256
 from policydesk.storage import sources
 from policydesk.storage.clearance import Clearance
-from policydesk.storage.models import DocumentVersion
+from policydesk.storage.models import Document, DocumentVersion
 from policydesk.storage.scope import scoped_session
 
 log = logging.getLogger("policydesk.pipeline")  # reported as part of the answer it warns
@@ -32,18 +33,29 @@ class StaleSource:
     current_sha256: str | None
 
 
-def check_staleness(db, directory: Path) -> list[StaleSource]:
+def check_staleness(db, directory: Path, *, max_bytes: int | None = None) -> list[StaleSource]:
+    """Every version in service compared with its file in `directory` (retired sources are
+    not: their files are expected to be gone). A file over `max_bytes` (default: the configured
+    MAX_SOURCE_BYTES) is recorded as `too_large` without being read."""
     root = Path(directory).resolve()
+    limit = get_settings().MAX_SOURCE_BYTES if max_bytes is None else max_bytes
     stale: list[StaleSource] = []
     with Session(db.owner) as session, session.begin():
-        for v in session.scalars(select(DocumentVersion).order_by(DocumentVersion.doc_id, DocumentVersion.version)):
+        for v in session.scalars(select(DocumentVersion).join(Document, Document.doc_id == DocumentVersion.doc_id)
+                                 .where(Document.retired_at.is_(None))
+                                 .order_by(DocumentVersion.doc_id, DocumentVersion.version)):
             path = (root / v.source_file).resolve()
             v.checked_at = func.now()
             if not path.is_relative_to(root) or not path.is_file():
                 v.disk_sha256 = "missing"
                 stale.append(StaleSource(v.doc_id, v.version, v.source_file, "missing", v.source_sha256, None))
                 continue
-            current = file_sha256(path)
+            try:
+                current = file_sha256(path, max_bytes=limit)
+            except IngestError:
+                v.disk_sha256 = "too_large"
+                stale.append(StaleSource(v.doc_id, v.version, v.source_file, "changed", v.source_sha256, None))
+                continue
             # Recorded so every answer citing this version can say its source changed.
             v.disk_sha256 = current
             if current != v.source_sha256:

@@ -5,6 +5,15 @@ each by `ingest_directory(only=...)` in its own transaction: readers never see h
 a source that fails its checks is reported while the rest are written. After a sync the
 staleness check records every file's current hash, so a source that failed stays visible as
 changed-but-not-synced (the owners report) and answers citing it keep warning.
+
+A bad manifest entry is refused alone: it is logged and listed in the report's `failed`, and
+every other source is still synced; only a manifest that can't be read at all stops a sync.
+A source whose `access_level` or `sensitive` changed in the manifest is tried even when its file
+did not change, so its refusal is reported instead of the change being quietly ignored.
+
+`retire_sources` takes a source out of service (`policydesk sync DIR --retire ID`): the manifest
+must no longer list it; its chunks are deleted, its document and version rows stay (marked
+retired) and one audit_log row records who retired what.
 """
 
 from __future__ import annotations
@@ -15,16 +24,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from policydesk.ingest.errors import IngestError
-from policydesk.ingest.ingest import ingest_directory
-from policydesk.ingest.manifest import Source, load_manifest
-from policydesk.ingest.plan import file_sha256
+from policydesk.ingest.ingest import ingest_directory, listed_hashes
+from policydesk.ingest.manifest import EntryProblem, Source, read_manifest
 from policydesk.ingest.staleness import check_staleness
-from policydesk.storage.models import DocumentVersion
+from policydesk.storage.audit import insert_audit
+from policydesk.storage.models import Chunk, Document, DocumentVersion
+from policydesk.topic_terms import catch_up
 
 log = logging.getLogger("policydesk.sync")
 
@@ -56,43 +66,83 @@ class SyncReport:
                 f"{len(self.windows_closed)} version windows updated")
 
 
-def select_sources(sources: list[Source], *, paths: Iterable[str] = (), ids: Iterable[str] = ()) -> list[Source]:
+def select_sources(sources: list[Source], *, paths: Iterable[str] = (), ids: Iterable[str] = (),
+                   problems: Iterable[EntryProblem] = ()) -> list[Source | EntryProblem]:
     """The manifest's sources named by file path or document id (every version of an id);
-    all of them when neither is given. A name the manifest lacks raises `UnknownSources`."""
+    all of them when neither is given. Entries refused by the manifest's checks (`problems`) are
+    names the manifest lists: they are returned as problems, to be reported. A name the
+    manifest lacks raises `UnknownSources`."""
     paths, ids = [str(p) for p in paths], [str(i) for i in ids]
+    problems = list(problems)
     if not paths and not ids:
-        return list(sources)
-    files = {s.file for s in sources} | {Path(s.file).as_posix() for s in sources}
+        return [*sources, *problems]
+    files = ({Path(s.file).as_posix() for s in sources}
+             | {Path(p.file).as_posix() for p in problems if p.file is not None})
     unknown_paths = [p for p in paths if Path(p).as_posix() not in files]
     if unknown_paths:
         raise UnknownSources("paths", unknown_paths)
-    unknown_ids = [i for i in ids if i not in {s.doc_id for s in sources}]
+    unknown_ids = [i for i in ids if i not in {s.doc_id for s in sources} | {p.doc_id for p in problems}]
     if unknown_ids:
         raise UnknownSources("ids", unknown_ids)
     wanted = {Path(p).as_posix() for p in paths}
-    return [s for s in sources if Path(s.file).as_posix() in wanted or s.doc_id in ids]
+
+    def named(file: str | None, doc_id: str | None) -> bool:
+        return (file is not None and Path(file).as_posix() in wanted) or doc_id in ids
+
+    return [*(s for s in sources if named(s.file, s.doc_id)), *(p for p in problems if named(p.file, p.doc_id))]
 
 
-def pending(db, sources: list[Source]) -> list[Source]:
-    """Of these sources, those not indexed or whose file's hash differs from the indexed one."""
+def listed_sources(directory: Path, *, paths: Iterable[str] = (), ids: Iterable[str] = ()) -> list[Source | EntryProblem]:
+    """`select_sources` over the folder's manifest (what a change notice queues, each with its
+    `file`): raises `IngestError` only when the manifest can't be read at all."""
+    manifest = read_manifest(Path(directory))
+    return select_sources(manifest.sources, paths=paths, ids=ids, problems=manifest.problems)
+
+
+def pending(db, sources: list[Source], hashes: dict[Source, str | None]) -> list[Source]:
+    """Of these sources, those to try: not indexed, a file whose hash differs from the indexed one
+    (or that is too large to hash: ingest refuses it), a clearance the manifest changed, or a
+    retired id listed again (the last two are refused by ingest, so they are reported)."""
     with Session(db.owner) as session:
-        indexed = {(r.doc_id, r.version): r.source_sha256 for r in session.execute(
-            select(DocumentVersion.doc_id, DocumentVersion.version, DocumentVersion.source_sha256)
+        indexed = {(r.doc_id, r.version): r for r in session.execute(
+            select(DocumentVersion.doc_id, DocumentVersion.version, DocumentVersion.source_sha256,
+                   DocumentVersion.access_level, DocumentVersion.sensitive, Document.retired_at)
+            .join(Document, Document.doc_id == DocumentVersion.doc_id)
             .where(DocumentVersion.doc_id.in_({s.doc_id for s in sources})))}
-    return [s for s in sources if indexed.get((s.doc_id, s.version)) != file_sha256(s.path)]
+    clearance = {}
+    for (doc_id, _), r in indexed.items():
+        clearance.setdefault(doc_id, set()).add((r.access_level, r.sensitive, r.retired_at is None))
+    out = []
+    for s in sources:
+        row = indexed.get((s.doc_id, s.version))
+        if (row is None or hashes.get(s) is None or row.source_sha256 != hashes[s]
+                or clearance.get(s.doc_id, set()) - {(s.access_level, s.sensitive, True)}):
+            out.append(s)
+    return out
 
 
 def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterable[str] = (),
                    ids: Iterable[str] = ()) -> SyncReport:
-    """Sync the named sources (default: all), one transaction each. A manifest that does not
-    parse raises `IngestError` before anything is written."""
-    chosen = select_sources(load_manifest(Path(directory)), paths=paths, ids=ids)
+    """Sync the named sources (default: all), one transaction each. A bad manifest entry is
+    reported in `failed` (and logged) and the rest synced; a manifest that can't be read at all
+    raises `IngestError` before anything is written."""
+    manifest = read_manifest(Path(directory))
+    chosen = select_sources(manifest.sources, paths=paths, ids=ids, problems=manifest.problems)
+    refused = [c for c in chosen if isinstance(c, EntryProblem)]
+    good = [c for c in chosen if not isinstance(c, EntryProblem)]
     report = SyncReport(considered=len(chosen))
-    todo = pending(db, chosen)
-    report.unchanged = len(chosen) - len(todo)
+    for problem in refused:
+        log.warning("sync: manifest entry refused, not synced: %s", problem)
+        report.failed.append(str(problem))
+    # Every listed file hashed once: which changed, and which bytes another entry also lists.
+    listed = listed_hashes(manifest.sources, settings)
+    hashes: dict[Source, str | None] = {s: sha for sha, group in listed.items() for s in group}
+    todo = pending(db, good, hashes)
+    report.unchanged = len(good) - len(todo)
     for s in todo:
         try:
-            done = ingest_directory(db, directory, embed_model, settings, only={(s.doc_id, s.version)})
+            done = ingest_directory(db, directory, embed_model, settings, only={(s.doc_id, s.version)},
+                                    listed=listed)
         except IngestError as exc:
             log.warning("sync: %s not synced: %s", s.file, exc)
             report.failed.append(str(exc))
@@ -100,8 +150,59 @@ def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterabl
         report.written += done.written_versions
         report.windows_closed += done.windows_closed
         report.warnings += done.warnings
-    check_staleness(db, directory)
+    check_staleness(db, directory, max_bytes=settings.MAX_SOURCE_BYTES)
     return report
+
+
+@dataclass(frozen=True)
+class Retired:
+    doc_id: str
+    versions: list[int]
+    chunks_removed: int
+
+    def __str__(self) -> str:
+        listed = ", ".join(f"v{v}" for v in self.versions)
+        return f"{self.doc_id} ({listed}): {self.chunks_removed} chunks removed"
+
+
+def retire_sources(db, directory: Path, ids: Iterable[str], *, actor: str) -> list[Retired]:
+    """Take these documents out of service, all in one transaction: each must be indexed, not
+    retired already, and no longer listed in DIR's manifest (else a later sync would be asked
+    to index it again). Every version's chunks are deleted, so nothing retrieves, swaps to or
+    gates on its text; the `documents` and `document_versions` rows stay, marked retired, so
+    answers that cited it still show and check (the traces and their hash chain are untouched).
+    One `source_retired` audit_log row per document. Raises `IngestError` naming the id, nothing
+    written."""
+    wanted = list(dict.fromkeys(str(i) for i in ids))
+    manifest = read_manifest(Path(directory))
+    listed = {s.doc_id: s.file for s in manifest.sources} | {p.doc_id: p.file for p in manifest.problems if p.doc_id}
+    done: list[Retired] = []
+    with Session(db.owner) as session, session.begin():
+        for doc_id in wanted:
+            doc = session.get(Document, doc_id, with_for_update=True)
+            if doc is None:
+                raise IngestError(doc_id, "--retire", "no indexed source has this id")
+            if doc.retired_at is not None:
+                raise IngestError(doc_id, "--retire", f"already retired on {doc.retired_at.date().isoformat()} "
+                                                      f"by {doc.retired_by}")
+            if doc_id in listed:
+                raise IngestError(doc_id, "--retire", f"still listed in manifest.yaml ({listed[doc_id]}): remove its "
+                                                      "entries first, then retire it")
+            versions = list(session.scalars(select(DocumentVersion).where(DocumentVersion.doc_id == doc_id)
+                                            .order_by(DocumentVersion.version)))
+            removed = session.execute(delete(Chunk).where(Chunk.doc_id == doc_id)).rowcount
+            doc.retired_at, doc.retired_by = func.now(), actor
+            session.flush()
+            insert_audit(session.connection(), actor=actor, action="source_retired", target=doc_id, details={
+                "title": doc.title, "access_level": doc.access_level,
+                "versions": [{"version": v.version, "file": v.source_file, "sha256": v.source_sha256,
+                              "sensitive": v.sensitive} for v in versions],
+                "chunks_removed": removed})
+            log.info("retired %s (%d chunks removed) by %s", doc_id, removed, actor)
+            done.append(Retired(doc_id, [v.version for v in versions], removed))
+        # The topic gate's terms lose the retired text in the same transaction.
+        catch_up(session.connection())
+    return done
 
 
 def sync_every(run: Callable[[], SyncReport], minutes: float, *, sleep: Callable[[float], None] = time.sleep,

@@ -119,6 +119,9 @@ class Document(Base):
     # Migration 0014: the products (lines of business) the source applies to; NULL = every product.
     line_of_business: Mapped[list | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # Migration 0023: set by `sync --retire` (its chunks deleted, these rows kept); NULL in service.
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    retired_by: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class DocumentVersion(Base):

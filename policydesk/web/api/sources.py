@@ -4,7 +4,8 @@ from the configured folder (`POLICYDESK_SYNC_DIR`) on a background thread.
 Only a compliance token may send one: a sync changes what every answer cites. The notice only
 names sources; their text is always read from the folder, never from the request. A notice
 naming anything the folder's manifest does not list is refused whole (422), nothing queued; a
-server with no folder configured answers 404. Each accepted notice is an audit_log row
+server with no folder configured answers 404. A bad manifest entry fails alone, in the sync (503
+only when the manifest can't be read at all). Each accepted notice is an audit_log row
 (`sources_changed`: who, which files).
 """
 
@@ -20,8 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from policydesk import disputes
 from policydesk.ingest.errors import IngestError
-from policydesk.ingest.manifest import load_manifest
-from policydesk.ingest.sync import UnknownSources, select_sources
+from policydesk.ingest.sync import UnknownSources, listed_sources
 from policydesk.ingest.worker import Notice, SyncWorker
 from policydesk.storable import echoable
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
@@ -85,7 +85,7 @@ def _queue(request: Request, user: Staff, raw: bytes) -> list[str]:
         # The resource a notice is about does not exist here: this server syncs no folder.
         raise ApiProblem("not_found", "This server syncs no document folder (POLICYDESK_SYNC_DIR is not set).")
     try:
-        chosen = select_sources(load_manifest(directory), paths=notice.paths or (), ids=notice.ids or ())
+        chosen = listed_sources(directory, paths=notice.paths or (), ids=notice.ids or ())
     except UnknownSources as exc:
         shown = [n for n in exc.names if echoable(n, max_chars=200)]
         raise ApiProblem.field("invalid_request", exc.kind, "not in the document folder's manifest"
