@@ -1,14 +1,26 @@
-"""Apply Alembic migrations with the owner connection."""
+"""Apply Alembic migrations with the owner connection, one process at a time.
+
+Several processes may start at once against one database (`serve` on several hosts, its workers,
+a CLI command beside them). Each runs `upgrade`, which takes a transaction-level advisory lock
+before Alembic reads the schema's revision: the first migrates and commits, the others wait on the
+lock, then find the schema at head and change nothing. The lock is released with the transaction,
+also when a migration fails (it then rolls back whole: Alembic runs inside that one transaction).
+"""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+log = logging.getLogger(__name__)
+
 MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATION_LOCK = 0x70644D47  # the advisory lock key every upgrade takes ("pdMG")
 
 
 def alembic_config(connection, app_role: str, app_password: str) -> Config:
@@ -22,6 +34,10 @@ def alembic_config(connection, app_role: str, app_password: str) -> Config:
 
 def upgrade(owner: Engine, app_role: str, app_password: str, revision: str = "head") -> None:
     with owner.begin() as conn:
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK}).scalar_one():
+            log.info("another process is migrating this database; waiting for it to finish",
+                     extra={"event": "migration_wait"})
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
         command.upgrade(alembic_config(conn, app_role, app_password), revision)
 
 
