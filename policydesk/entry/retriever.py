@@ -9,8 +9,9 @@ built from a `Clearance` and the dates and refuses to be built without them; the
 `policydesk.retrievers.HybridArmsRetriever` / `DenseArmRetriever` / `TextArmRetriever`.
 
 No version in force on the date for the policy the question is about raises
-`NoVersionInForce` (the pipeline refuses in that case): an answer is never built from a rule
-that did not apply. The refusal gate is not part of retrieval: `policydesk.query_engine`
+`NoVersionInForce`, exactly where the pipeline refuses (nothing in force is left, or the
+question names that policy): an answer is never built from a rule that did not apply. Every
+node carries `metadata["doc_id"]`. The refusal gate is not part of retrieval: `policydesk.query_engine`
 runs the whole pipeline, gate included.
 """
 
@@ -27,9 +28,11 @@ from policydesk.entry.configured import entered_dates, open_configured, user_cle
 from policydesk.extensions.registry import Extensions
 from policydesk.extensions.spec import RESERVED_NAMES
 from policydesk.extensions.stack import RequestStack
+from policydesk.pipeline import _about
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.threaded import ThreadedRetriever
+from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import VersionLookup
 
@@ -83,7 +86,14 @@ class PolicyRetriever(ThreadedRetriever):
                                    recent_change_days=self._settings.RECENT_CHANGE_DAYS, report=report)
         flagger = ConflictFlagger(report=report)
         nodes = stack.retrieve(query_bundle).nodes
-        return stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(nodes)))
+        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(nodes)))
+        held = report.held_back  # the first policy reached had no version in force on its date
+        if held is not None and (not nodes or _about(query_bundle.query_str, held.title, nodes)):
+            raise held  # where `ask` refuses: the question is about that policy
+        for n in nodes:
+            # The store keeps a chunk's document id as its source relationship, not in metadata.
+            n.node.metadata.setdefault("doc_id", doc_id_of(n.node))
+        return nodes
 
 
 def retriever(user: str, *, dates: Mapping[str, date | str | None] | None, line_of_business: str | None = None,
