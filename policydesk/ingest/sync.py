@@ -29,8 +29,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from policydesk.ingest.errors import IngestError
-from policydesk.ingest.ingest import ingest_directory, listed_hashes
+from policydesk.ingest.ingest import ingest_directory
 from policydesk.ingest.manifest import EntryProblem, Source, read_manifest
+from policydesk.ingest.plan import file_sha256
 from policydesk.ingest.staleness import check_staleness
 from policydesk.storage.audit import insert_audit
 from policydesk.storage.models import Chunk, Document, DocumentVersion
@@ -121,6 +122,17 @@ def pending(db, sources: list[Source], hashes: dict[Source, str | None]) -> list
     return out
 
 
+def _hash_each(sources: Iterable[Source], settings) -> dict[Source, str | None]:
+    """Each source's file hash; None for a file too large or unreadable (ingest refuses it)."""
+    hashes: dict[Source, str | None] = {}
+    for s in sources:
+        try:
+            hashes[s] = file_sha256(s.path, max_bytes=settings.MAX_SOURCE_BYTES, file=s.file)
+        except (IngestError, OSError):
+            hashes[s] = None
+    return hashes
+
+
 def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterable[str] = (),
                    ids: Iterable[str] = ()) -> SyncReport:
     """Sync the named sources (default: all), one transaction each. A bad manifest entry is
@@ -134,11 +146,17 @@ def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterabl
     for problem in refused:
         log.warning("sync: manifest entry refused, not synced: %s", problem)
         report.failed.append(str(problem))
-    # Every listed file hashed once: which changed, and which bytes another entry also lists.
-    listed = listed_hashes(manifest.sources, settings)
-    hashes: dict[Source, str | None] = {s: sha for sha, group in listed.items() for s in group}
+    # Each listed file hashed at most once: the chosen ones to see what changed, the others only
+    # when something is to be written (which bytes another entry also lists).
+    hashes = _hash_each(good, settings)
     todo = pending(db, good, hashes)
     report.unchanged = len(good) - len(todo)
+    if todo:
+        hashes |= _hash_each([s for s in manifest.sources if s not in hashes], settings)
+    listed: dict[str, list[Source]] = {}
+    for s in manifest.sources:
+        if hashes.get(s) is not None:
+            listed.setdefault(hashes[s], []).append(s)
     for s in todo:
         try:
             done = ingest_directory(db, directory, embed_model, settings, only={(s.doc_id, s.version)},
