@@ -227,8 +227,12 @@ def ask(question: str,
     """Ask a policy question as USER and print the answer (one JSON object with --json)."""
     dates = {"date_of_service": _parse_date(date_of_service, "date of service"),
              "denial_notice_date": _parse_date(denial_date, "denial notice date")}
-    if server:
+    if server:  # the server applies its own cap, and traces what it refuses
         return _ask_server(server, token, question, dates, as_json, line_of_business)
+    max_chars = get_settings().MAX_QUESTION_CHARS
+    if len(question) > max_chars and len(question.strip()) > max_chars:  # before the database or a model is opened
+        _fail(f"the question is longer than {max_chars} characters (POLICYDESK_MAX_QUESTION_CHARS); "
+              "ask about one policy rule at a time, in a shorter question")
     if not as_user:
         _fail("--as USER is required (or --server URL --token T to ask a running server)")
     from policydesk.answer import AskRequest

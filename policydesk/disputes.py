@@ -111,13 +111,25 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
     hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
                 r.dates or {}, r.marked_wrong, r.line_of_business) for r in rows]
     audit(db, actor=reviewer, action="search", details={
-        "words": words if not words or echoable(words, max_chars=500) else WITHHELD, "staff": staff,
+        "words": words if not words or echoable(words, max_chars=500) else WITHHELD,
+        "staff": audited_staff_filter(db, staff),
         "asked_from": asked_from.isoformat() if asked_from else None,
         "asked_to": asked_to.isoformat() if asked_to else None,
         "marked_wrong": bool(marked_wrong),
         "results": len(hits),
     })
     return hits
+
+
+def audited_staff_filter(db, staff: str | None) -> str | None:
+    """The staff filter as the audit row may repeat it: a staff member's name as typed, or any text
+    `echoable` allows (no digit, nothing the redactor finds); else withheld, since a reviewer may paste
+    a member's number or name into it."""
+    if staff is None or echoable(staff):
+        return staff
+    with db.app.connect() as conn:
+        known = conn.execute(text("SELECT 1 FROM users WHERE name = :n"), {"n": staff}).first() is not None
+    return staff if known else WITHHELD
 
 
 def _day_start(d: date | None) -> datetime | None:

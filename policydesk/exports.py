@@ -69,12 +69,13 @@ def _record(row) -> ExportRecord:
 
 def export_traces(db, *, reviewer: str, start: date, end: date, user: str | None = None) -> list[ExportRecord]:
     """Export in a compliance reviewer's scope, and log it (who, period, filter, how many)."""
-    from policydesk.disputes import audit, reviewing
+    from policydesk.disputes import audit, audited_staff_filter, reviewing
 
     with reviewing(reviewer), db.app.begin() as conn:
         records = export_records(conn, start=start, end=end, user=user)
     audit(db, actor=reviewer, action="export", target="traces", details={
-        "from": start.isoformat(), "to": end.isoformat(), "user": user or None, "records": len(records)})
+        "from": start.isoformat(), "to": end.isoformat(),
+        "user": audited_staff_filter(db, (user or "").strip() or None), "records": len(records)})
     return records
 
 

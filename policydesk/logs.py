@@ -7,7 +7,8 @@ variable the web middleware sets; the pipeline binds the trace id once its trace
 access line (written when the response starts, after the answer) carries both.
 
 Never the question or answer text: those live in the trace, under its retention. Uvicorn's access
-line is rewritten to the path without its query string (a search's words travel there).
+line is rewritten to the matched route's template (`/api/v1/versions/{doc_id}`), never the path
+as sent: ids and a search's words travel in the path and its query string.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 REQUEST_ID_HEADER = "X-Request-ID"
-# A caller's request id is kept only if it is short and plain (it is echoed and logged as given).
-_PLAIN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# A caller's request id is kept only if it is well-formed (letters, digits and hyphens, at most 64:
+# a UUID, a proxy's or a load balancer's id) and holds no identifier shape (a plan ID, SSN, phone
+# number, MBI, 9+ digits); it is echoed and written on every log line of the request.
+_PLAIN_ID = re.compile(r"[A-Za-z0-9-]{1,64}")
 # Libraries whose INFO lines are per-call chatter (an outgoing URL each): warnings only.
 _QUIET_LOGGERS = ("httpx", "httpcore", "sentence_transformers", "urllib3", "alembic.runtime.plugins")
 
@@ -32,15 +35,20 @@ _QUIET_LOGGERS = ("httpx", "httpcore", "sentence_transformers", "urllib3", "alem
 class LogContext:
     request_id: str | None = None
     trace_id: str | None = None
+    route: str | None = None  # the matched route's template, for the access line (web/observe.py)
+    method: str | None = None  # the request's method from a closed set, for the access line
 
 
 _context: ContextVar[LogContext | None] = ContextVar("policydesk_log_context", default=None)
 
 
 def request_id_from(header: str | None) -> str:
-    """The caller's X-Request-ID when it is plain, else a new one."""
+    """The caller's X-Request-ID when it is well-formed and holds no identifier shape, else a new one."""
     if header and _PLAIN_ID.fullmatch(header):
-        return header
+        from policydesk.detectors.identifiers import token_holds_identifier
+
+        if not token_holds_identifier(header):
+            return header
     return uuid.uuid4().hex
 
 
@@ -85,13 +93,17 @@ class ContextFilter(logging.Filter):
 
 
 class AccessFilter(logging.Filter):
-    """Uvicorn's access line as fields, its path without the query string."""
+    """Uvicorn's access line as fields, with the matched route's template in place of the path (so
+    no id, search word or query string a caller put in the URL is logged) and the method from a
+    closed set; a line written outside a request the middleware saw says "unmatched"."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and len(args) == 5:
-            client, method, path, version, status = args
-            path = str(path).split("?", 1)[0]
+            client, method, _path, version, status = args
+            context = _context.get()
+            path = (context.route if context is not None else None) or "unmatched"
+            method = (context.method if context is not None else None) or "other"
             record.args = (client, method, path, version, status)
             record.event, record.method, record.path, record.status, record.client = (
                 "request", method, path, status, client)

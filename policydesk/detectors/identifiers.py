@@ -394,6 +394,17 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
     return sorted(found, key=lambda f: (f.start, -f.end))
 
 
+def token_holds_identifier(token: str, plan_patterns: Sequence[str] | None = None) -> bool:
+    """Does a bare token of letters, digits and hyphens (an X-Request-ID, say) hold an identifier that
+    needs no cue word: the plan's own formats, an SSN, a phone number, a Medicare Beneficiary
+    Identifier, or 9+ digits? Hyphens count as separators. The cued detectors are not asked: a token
+    has no sentence around it, and "req-7f3a-42" is not a request number anyone gave."""
+    spaced = normalize(token).replace("-", " ")
+    patterns = tuple(plan_patterns) if plan_patterns is not None else _default_plan_patterns()
+    shapes = (*_plan_regexes(patterns), _SSN_SHAPE, _MBI, _BARE_DIGITS, _PHONE)
+    return any(shape.search(spaced) for shape in shapes)
+
+
 def find_member_identifiers(text: str, plan_patterns: Sequence[str] | None = None, *,
                             normalized: bool = False) -> list[str]:
     """Kinds of member identifier found in text, in first-seen order, no repeats. The text is read in

@@ -22,6 +22,7 @@ from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_prote
 from policydesk.web import api
 from policydesk.web.api.deps import field_errors
 from policydesk.web.api.problems import ApiProblem, is_api, kind_for_status, problem_response
+from policydesk.web.limits import BoundedBody, form_body_limit
 from policydesk.web.observe import RequestObservation
 from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports, sso
 from policydesk.web.templating import TEMPLATES
@@ -80,6 +81,8 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     app.add_middleware(SessionMiddleware, secret_key=settings.SECRET_KEY.get_secret_value(), session_cookie=SESSION_COOKIE,
                        max_age=settings.SESSION_MAX_HOURS * 60 * 60, same_site="lax",
                        https_only=settings.session_cookie_secure)
+    # A page's form body past its limit is never read (web/limits.py); the API caps its own.
+    app.add_middleware(BoundedBody, limit=form_body_limit(settings.MAX_QUESTION_CHARS))
     app.add_middleware(RequestObservation)  # outermost: request id and latency for everything below
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (auth, ask, feedback, disputes, reports, ops):
@@ -127,7 +130,7 @@ def _error_page(request: Request, status: int, title: str, message: str) -> HTML
 
 
 _TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 405: "Method not allowed",
-           422: "Check the form", 503: "Unavailable"}
+           413: "Too large", 422: "Check the form", 503: "Unavailable"}
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -24,7 +24,9 @@ from policydesk.access import Clearance, clearance_for
 from policydesk.pipeline import AskPipeline
 from policydesk.storage.engine import Database
 from policydesk.storage.scope import scoped_session
+from policydesk.web.limits import TOO_LARGE_MESSAGE, body_too_large
 
+ASK_PATH = "/ask"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -159,6 +161,8 @@ async def csrf_protect(request: Request) -> None:
         return
     expected = request.session.get("csrf")
     sent = request.headers.get(CSRF_HEADER)
+    if not sent and body_too_large(request):  # its form was never read: no token to check, nothing done
+        raise too_large(request)
     if not sent:
         form = await request.form()  # Starlette caches the parsed form for the route
         sent = form.get(CSRF_FIELD)
@@ -166,12 +170,25 @@ async def csrf_protect(request: Request) -> None:
         raise HTTPException(status_code=403, detail="The form expired or did not come from this site. Reload the page and try again.")
 
 
+def too_large(request: Request) -> HTTPException:
+    max_chars = request.app.state.settings.MAX_QUESTION_CHARS
+    return HTTPException(status_code=413, detail=TOO_LARGE_MESSAGE.format(max_chars=max_chars))
+
+
+def checks_its_own_input(request: Request) -> bool:
+    """The ask form refuses bad input itself, and traces it, like the API (web/routes/ask.py)."""
+    return request.method == "POST" and request.url.path == ASK_PATH
+
+
 async def reject_nul_bytes(request: Request) -> None:
     """App-wide: Postgres text cannot hold a NUL byte, so one in any field is refused up front
-    (found by tests/test_fuzz.py: it reached the database as a 503 instead of a clear message).
-    The JSON API checks its own input after the token, as problem+json (web/api/deps.py)."""
-    if request.url.path.startswith("/api/"):
+    (found by tests/test_fuzz.py: it reached the database as a 503 instead of a clear message),
+    and so is a form body past its limit (web/limits.py). The JSON API checks its own input after
+    the token, as problem+json (web/api/deps.py); the ask form checks its own and traces it."""
+    if request.url.path.startswith("/api/") or checks_its_own_input(request):
         return
+    if body_too_large(request):
+        raise too_large(request)
     values = [*request.query_params.values(), *map(str, request.path_params.values())]
     if request.method in UNSAFE_METHODS:
         values += [v for v in (await request.form()).values() if isinstance(v, str)]

@@ -1,6 +1,11 @@
 """What every HTTP request leaves for operators: a request id (the caller's X-Request-ID when it is
-plain, else a new one), bound to the request's log lines and echoed in the response, and its latency
-by route template in Prometheus."""
+well-formed, else a new one), bound to the request's log lines and echoed in the response, and its
+latency by method and route template in Prometheus.
+
+Nothing a caller chooses becomes a metric label or reaches the access line as sent: the method is
+one of the standard ones or "other", the route is the matched route's template or "unmatched",
+so the set of label values is closed whatever is requested (a made-up method or path adds no series),
+and the access line names the route template, never the path with its ids."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import time
 from policydesk.logs import REQUEST_ID_HEADER, request_context, request_id_from
 
 _HEADER = REQUEST_ID_HEADER.lower().encode()
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"
 
 
 class RequestObservation:
@@ -32,9 +39,11 @@ class RequestObservation:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message = {**message, "headers": [*message.get("headers", []), (_HEADER, request_id.encode())]}
+                context.route = route_template(scope)  # uvicorn writes its access line inside this send
+                context.method = method_label(scope)
             await send(message)
 
-        with request_context(request_id):
+        with request_context(request_id) as context:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
@@ -44,7 +53,9 @@ class RequestObservation:
 def route_template(scope) -> str:
     """The matched route's template with its router's prefix ("/api/v1/citations/{trace_id}/{chunk_id}"):
     one series per route, never one per path. The route in scope is the router's own (no prefix), so
-    the prefix is the part of the path before where the route's pattern matches."""
+    the prefix is the part of the path before where the route's pattern first matches: the router
+    passed the request on because the path starts with its literal prefix, so that part is always
+    (a prefix of) a prefix declared in code, never caller text."""
     route, path = scope.get("route"), scope.get("path", "")
     template, pattern = getattr(route, "path", None), getattr(route, "path_regex", None)
     if template is None or pattern is None:
@@ -55,8 +66,14 @@ def route_template(scope) -> str:
     return template
 
 
+def method_label(scope) -> str:
+    """The request's method when it is a standard one, else "other": a closed set of label values."""
+    method = scope.get("method", "")
+    return method if method in METHODS else OTHER_METHOD
+
+
 def _observe(scope, status: int, seconds: float) -> None:
     from policydesk import metrics
 
-    metrics.HTTP_REQUEST_SECONDS.labels(method=scope["method"], route=route_template(scope),
+    metrics.HTTP_REQUEST_SECONDS.labels(method=method_label(scope), route=route_template(scope),
                                         status=str(status)).observe(seconds)

@@ -48,8 +48,8 @@ def _answer(pipeline, user: Staff, raw: bytes) -> dict:
         body = parse_body(raw, AskBody)
         check_text(question=body.question, **{b: getattr(body, b) for b in BASIS_KEYS},
                    line_of_business=body.line_of_business)
-        question = body.question
         _check_question(body, pipeline.settings.MAX_QUESTION_CHARS)
+        question = body.question  # a rejected question is traced without its text: nothing of it is read
     except ApiProblem as problem:
         _reject(pipeline, user, question, problem)
     entered = {b: getattr(body, b) for b in BASIS_KEYS if getattr(body, b) is not None}
@@ -73,10 +73,10 @@ _INPUT_PROBLEMS = ("invalid_date", "unknown_line_of_business")
 
 
 def _check_question(body: AskBody, max_chars: int) -> None:
+    if len(body.question) > max_chars and len(body.question.strip()) > max_chars:
+        raise ApiProblem.field("invalid_request", "question", f"is longer than {max_chars} characters")
     if not body.question.strip():
         raise ApiProblem.field("invalid_request", "question", "is empty")
-    if len(body.question) > max_chars:
-        raise ApiProblem.field("invalid_request", "question", f"is longer than {max_chars} characters")
 
 
 @router.get("/citations/{trace_id}/{chunk_id}", response_model=CitedTextOut, responses=problems(404),

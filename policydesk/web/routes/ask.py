@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request
@@ -9,7 +10,9 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from policydesk.citations import own_citation
 from policydesk.feedback import REASONS
 from policydesk.answer import AskRequest
+from policydesk.refusal import QUESTION_TOO_LONG_MESSAGE
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, ScopedSession
+from policydesk.web.limits import body_too_large
 from policydesk.web.templating import render
 from policydesk.versions import BASIS_KEYS, Window
 from policydesk.products import normalized, remember_product, remembered_product
@@ -22,21 +25,49 @@ router = APIRouter(tags=["ask"])
 def show_ask(request: Request, user: CurrentUser, session: ScopedSession):
     chosen = remembered_product(session, user_name=user.name)
     return render(request, "ask.html", {"fields": date_fields(session, user.clearance), "question": "", "view": None,
-                                        "product": product_field(session, user.clearance, chosen)})
+                                        "product": product_field(session, user.clearance, chosen),
+                                        "max_chars": request.app.state.settings.MAX_QUESTION_CHARS})
+
+
+@dataclass(frozen=True)
+class _Rejected:
+    shown: str  # what the page says
+    traced: str  # the trace's error, worded as the API's problem for the same input
+
+
+def _rejected(request: Request, max_chars: int, question: str, fields: dict[str, str]) -> _Rejected | None:
+    """The ask form's own input checks, before any other work, in the API's order and words."""
+    if body_too_large(request) or (len(question) > max_chars and len(question.strip()) > max_chars):
+        return _Rejected(QUESTION_TOO_LONG_MESSAGE.format(max_chars=max_chars),
+                         f"question: is longer than {max_chars} characters")
+    for name, value in {"question": question, **fields}.items():
+        if "\x00" in value:
+            return _Rejected(f"The {name.replace('_', ' ')} contains a NUL character, which PolicyDesk does not "
+                             "accept. Remove it and try again.", f"{name}: contains a NUL character")
+    if not question.strip():
+        return _Rejected("Type a question first.", "question: is empty")
+    return None
 
 
 @router.post("/ask")
 def ask_question(request: Request, user: CurrentUser, session: ScopedSession, pipeline: PipelineDep,
                  question: Annotated[str, Form()] = "", date_of_service: Annotated[str, Form()] = "",
                  denial_notice_date: Annotated[str, Form()] = "", line_of_business: Annotated[str, Form()] = ""):
+    max_chars = request.app.state.settings.MAX_QUESTION_CHARS
+    rejected = _rejected(request, max_chars, question, {"date_of_service": date_of_service,
+                                                        "denial_notice_date": denial_notice_date,
+                                                        "line_of_business": line_of_business})
+    if rejected is not None:  # nothing of the input is read further, shown again or stored
+        question = date_of_service = denial_notice_date = line_of_business = ""
     values = {"date_of_service": date_of_service.strip(), "denial_notice_date": denial_notice_date.strip()}
     product = normalized(line_of_business)
     ctx = {"fields": date_fields(session, user.clearance, values), "question": question, "view": None, "problem": None,
-           "product": product_field(session, user.clearance, product)}
+           "product": product_field(session, user.clearance, product), "max_chars": max_chars}
     # Release the read's pooled connection now rather than holding it idle through the model call.
     session.close()
-    if not question.strip():
-        ctx["problem"] = "Type a question first."
+    if rejected is not None:  # traced like the API's rejected input: who, which role, why nothing was answered
+        pipeline.ask(AskRequest(user_name=user.name, question="", rejected=rejected.traced))
+        ctx["problem"] = rejected.shown
         return render(request, "ask.html", ctx, block="result", status_code=422)
     dates = {b: values[b] for b in BASIS_KEYS if values.get(b)}
     result = pipeline.ask(AskRequest(user_name=user.name, question=question, dates=dates, line_of_business=product))
