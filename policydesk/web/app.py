@@ -22,6 +22,7 @@ from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_prote
 from policydesk.web import api
 from policydesk.web.api.deps import field_errors
 from policydesk.web.api.problems import ApiProblem, is_api, kind_for_status, problem_response
+from policydesk.web.headers import SecurityHeaders
 from policydesk.web.limits import BoundedBody, form_body_limit
 from policydesk.web.observe import RequestObservation
 from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports, sso
@@ -83,6 +84,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
                        https_only=settings.session_cookie_secure)
     # A page's form body past its limit is never read (web/limits.py); the API caps its own.
     app.add_middleware(BoundedBody, limit=form_body_limit(settings.MAX_QUESTION_CHARS))
+    app.add_middleware(SecurityHeaders)  # CSP, frame, sniffing and referrer headers on every response
     app.add_middleware(RequestObservation)  # outermost: request id and latency for everything below
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (auth, ask, feedback, disputes, reports, ops):

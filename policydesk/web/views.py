@@ -179,6 +179,14 @@ class Segment:
     applies: bool
     open_ended: bool
 
+    @property
+    def position(self) -> str:
+        """Classes placing the bar to the whole percent (app.css `.tl-l*`, `.tl-w*`): pages carry no
+        inline style (the Content-Security-Policy allows styles from PolicyDesk's own files only).
+        Rounded at both ends, so bars that meet still meet."""
+        first = round(self.left)
+        return f"tl-l{first} tl-w{max(0, round(self.left + self.width) - first)}"
+
 
 @dataclass
 class Timeline:
@@ -189,6 +197,10 @@ class Timeline:
     marker_label: str
     start_label: str
     end_label: str
+
+    @property
+    def marker_position(self) -> str:
+        return f"tl-l{round(self.marker_left)}"
 
 
 def _pct(d: date, start: date, span: int) -> float:
