@@ -122,11 +122,11 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
 
 
 def audited_staff_filter(db, staff: str | None) -> str | None:
-    """The staff filter as the audit row may repeat it: a staff member's name as typed, or any text
-    `echoable` allows (no digit, nothing the redactor finds); else withheld, since a reviewer may paste
-    a member's number or name into it."""
-    if staff is None or echoable(staff):
-        return staff
+    """The staff filter as the audit row may repeat it: the name of a staff member as typed, else
+    withheld. It names a user; anything else typed there (a member's number or name pasted into the
+    wrong box) is not recorded, whatever its spelling."""
+    if staff is None:
+        return None
     with db.app.connect() as conn:
         known = conn.execute(text("SELECT 1 FROM users WHERE name = :n"), {"n": staff}).first() is not None
     return staff if known else WITHHELD

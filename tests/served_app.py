@@ -37,7 +37,7 @@ class Served:
 
 class _Capture(logging.Handler):
     def __init__(self, served: Served) -> None:
-        super().__init__(logging.DEBUG)
+        super().__init__(logging.INFO)
         self.served = served
         self.addFilter(ContextFilter())
         self.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -62,7 +62,7 @@ def served(app) -> Iterator[Served]:
     logging.getLogger("").addHandler(handler)
     logging.getLogger("uvicorn.access").addFilter(access_filter)
     for name in _LOGGERS:
-        logging.getLogger(name).setLevel(logging.DEBUG)
+        logging.getLogger(name).setLevel(logging.INFO)  # serve's default POLICYDESK_LOG_LEVEL
         if name:
             logging.getLogger(name).propagate = True
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=True))

@@ -156,7 +156,7 @@ def test_every_refused_web_ask_is_traced_like_the_api(clients, staff, demo_db, w
 def test_only_a_well_formed_identifier_free_request_id_is_kept(web_app):
     client = TestClient(web_app)
     for sent in ("512-44-9087", "CVM12345678", "member.CVM12345678", "abc.def:ghi", "a b", "x" * 65, "ok\u00e9",
-                 "CVM1234\u00ad5678"):
+                 "CVM1234\u00ad5678", "1958-07-04", "5035550182", "1EG4-TE5-MK73"):
         given = client.get("/healthz", headers={"X-Request-ID": sent.encode("utf-8")}).headers["X-Request-ID"]
         assert given != sent and re.fullmatch(r"[0-9a-f]{32}", given), (sent, given)
     for sent in ("req-7f3a-42", "0b6e1d9c-5e8a-4c2e-9a4f-3f1b2c7d8e90", "A" * 64):

@@ -397,12 +397,14 @@ def find_identifier_spans(text: str, plan_patterns: Sequence[str] | None = None)
 def token_holds_identifier(token: str, plan_patterns: Sequence[str] | None = None) -> bool:
     """Does a bare token of letters, digits and hyphens (an X-Request-ID, say) hold an identifier that
     needs no cue word: the plan's own formats, an SSN, a phone number, a Medicare Beneficiary
-    Identifier, or 9+ digits? Hyphens count as separators. The cued detectors are not asked: a token
-    has no sentence around it, and "req-7f3a-42" is not a request number anyone gave."""
-    spaced = normalize(token).replace("-", " ")
+    Identifier, 9+ digits, or a date (a birth date has no cue in a token)? Hyphens count as
+    separators. The cued detectors are not asked: a token has no sentence around it, and
+    "req-7f3a-42" is not a request number anyone gave."""
+    normal = normalize(token)
+    spaced = normal.replace("-", " ")
     patterns = tuple(plan_patterns) if plan_patterns is not None else _default_plan_patterns()
     shapes = (*_plan_regexes(patterns), _SSN_SHAPE, _MBI, _BARE_DIGITS, _PHONE)
-    return any(shape.search(spaced) for shape in shapes)
+    return bool(_DATE_RE.search(normal)) or any(shape.search(spaced) for shape in shapes)
 
 
 def find_member_identifiers(text: str, plan_patterns: Sequence[str] | None = None, *,
