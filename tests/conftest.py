@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+import time
 import uuid
 from datetime import date
 import shutil
@@ -53,26 +54,91 @@ def _stop_server():
         shutil.rmtree(_MODELS_DIR, ignore_errors=True)
 
 
+def _session_model(settings):
+    from policydesk.providers import local_embedding
+    from tests.embed_helpers import share_vectors
+
+    model = local_embedding(settings)  # one instance per process and configuration (offline_embedding)
+    share_vectors(model)
+    return model
+
+
 @pytest.fixture(scope="session")
 def embed_model(settings):
-    from policydesk.providers import local_embedding
-
-    return local_embedding(settings)
+    """The session's offline model (the same instance the in-process CLI and the pipeline get from
+    `offline_embedding`), its vectors shared by every test database (tests/embed_helpers.py)."""
+    return _session_model(settings)
 
 
 _opened_dbs: list = []  # every database make_db opened this session
 _shared_dbs: set[int] = set()  # ids of those used by most tests (demo_db): their pools stay warm
 
 
-@pytest.fixture(scope="session")
-def make_db(settings):
-    """Factory: a new, migrated, empty database on the session's server."""
+# Two template databases, each built once per session and copied by `CREATE DATABASE … TEMPLATE`
+# (a file copy of a few MB, ~0.1 s): the migrated schema, and the same with the demo corpus
+# ingested. Nothing connects to a template after it is built (a copy needs it idle).
+MIGRATED_TEMPLATE = "policydesk_test_template"
+DEMO_TEMPLATE = "policydesk_test_template_demo"
+_templates: set[str] = set()
+
+
+def _clone(settings, name: str, template: str) -> None:
+    from sqlalchemy import create_engine
+
+    from policydesk.storage.engine import owner_url
+
+    url = owner_url(settings.database_url, settings.DATA_DIR, "postgres",
+                    shared_buffers=settings.EMBEDDED_SHARED_BUFFERS)
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        for attempt in range(50):
+            try:
+                with engine.connect() as conn:
+                    conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+                return
+            except Exception as exc:  # a backend of the template's last user still exiting
+                if "is being accessed by other users" not in str(exc) or attempt == 49:
+                    raise
+                time.sleep(0.1)
+    finally:
+        engine.dispose()
+
+
+def _template(settings, name: str, embed_model=None) -> str:
+    """Build the template `name` once per session: migrated, or (DEMO_TEMPLATE) with the demo corpus."""
     from policydesk.runtime import open_migrated
 
-    def _make():
-        name = f"policydesk_test_{next(_db_counter)}"
+    if name in _templates:
+        return name
+    if name == MIGRATED_TEMPLATE:
         create_database(settings, name)
         db = open_migrated(settings, name)
+    else:
+        from policydesk.ingest import ingest_directory
+
+        _clone(settings, name, _template(settings, MIGRATED_TEMPLATE))
+        db = open_migrated(settings, name)
+        ingest_directory(db, CORPUS, embed_model, settings)
+    db.dispose()
+    _templates.add(name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def make_db(settings):
+    """Factory: a new, migrated, empty database on the session's server, copied from a migrated
+    template. `make_db(demo=True)`: one holding the demo corpus, ingested (as `demo_db`), that the
+    test may change."""
+    from policydesk.runtime import open_migrated
+
+    def _make(*, demo: bool = False):
+        name = f"policydesk_test_{next(_db_counter)}"
+        if demo:
+            template = _template(settings, DEMO_TEMPLATE, _session_model(settings))
+        else:
+            template = _template(settings, MIGRATED_TEMPLATE)
+        _clone(settings, name, template)
+        db = open_migrated(settings, name)  # a no-op upgrade and catch-up: the start-up path as before
         _opened_dbs.append(db)
         return db
 
@@ -97,11 +163,8 @@ def _release_idle_connections():
 @pytest.fixture(scope="session")
 def demo_db(make_db, embed_model, settings):
     """A database with the demo corpus ingested. Read-only for tests: don't mutate it."""
-    from policydesk.ingest import ingest_directory
-
-    db = make_db()
+    db = make_db(demo=True)
     _shared_dbs.add(id(db))
-    ingest_directory(db, CORPUS, embed_model, settings)
     return db
 
 

@@ -21,6 +21,7 @@ from policydesk.storage.security import database_problems
 from policydesk.users import add_user, disable_user, enable_user
 from policydesk.web.app import create_app
 from tests.api_helpers import bearer, is_problem, make_token
+from tests.cli_helpers import run_cli
 from tests.web_helpers import PASSWORD
 
 CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
@@ -54,13 +55,16 @@ def _app(settings, db, clock=None, **overrides):
     return create_app(settings.model_copy(update=overrides), db=db, pipeline=object(), clock=clock)
 
 
-def _cli(db, *args: str) -> subprocess.CompletedProcess:
+def _cli(db, *args: str, process: bool = False) -> subprocess.CompletedProcess:
+    """`policydesk tokens ARGS` in this process (tests/cli_helpers.py), or as the real console script."""
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
-    return subprocess.run([CLI, "tokens", *args], env=env, capture_output=True, text=True, timeout=180)
+    if process:
+        return subprocess.run([CLI, "tokens", *args], env=env, capture_output=True, text=True, timeout=180)
+    return run_cli("tokens", *args, env=env)
 
 
 def test_token_lifecycle_through_the_console_script(settings, db, users):
-    created = _cli(db, "create", users["comp"], "--expires", "7", "--label", "case tool")
+    created = _cli(db, "create", users["comp"], "--expires", "7", "--label", "case tool", process=True)
     assert created.returncode == 0, created.stderr
     token = created.stdout.strip().splitlines()[-1]
     key_id, secret = re.fullmatch(r"pdk_([a-f0-9]{12})_([A-Za-z0-9_-]{43})", token).groups()

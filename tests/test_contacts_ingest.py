@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from sqlalchemy.orm import Session
 from policydesk.ingest import IngestError, ingest_directory
 from policydesk.pipeline import AskRequest, build_pipeline
 from policydesk.users import add_user
+from tests.cli_helpers import run_cli
 
-CLI = str(Path(sys.executable).parent / "policydesk")
 TODAY = date(2026, 11, 29)
 PA_FAX = "(541) 555-0142"
 TTY_LINE = "(541) 555-0108"
@@ -107,22 +106,23 @@ def build_contacts_corpus(root: Path, *, member_note: bool = False) -> Path:
     return root
 
 
-def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir))
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=600)
+def _cli(*args: str, db) -> subprocess.CompletedProcess:
+    """`policydesk ARGS` on a new database of the session's server, in this process (tests/cli_helpers.py)."""
+    env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
+    return run_cli(*args, env=env)
 
 
-def test_policydesk_ingest_writes_a_contacts_page_and_a_provider_directory(tmp_path):
+def test_policydesk_ingest_writes_a_contacts_page_and_a_provider_directory(tmp_path, make_db):
     root = build_contacts_corpus(tmp_path / "corpus")
-    out = _cli("ingest", str(root), data_dir=tmp_path / "data")
+    out = _cli("ingest", str(root), db=make_db())
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 sources: 3 written" in out.stdout, out.stdout
     assert "PHI" not in out.stdout + out.stderr
 
 
-def test_policydesk_ingest_still_refuses_a_call_note_with_a_members_callback_number(tmp_path):
+def test_policydesk_ingest_still_refuses_a_call_note_with_a_members_callback_number(tmp_path, make_db):
     root = build_contacts_corpus(tmp_path / "corpus", member_note=True)
-    out = _cli("ingest", str(root), data_dir=tmp_path / "data")
+    out = _cli("ingest", str(root), db=make_db())
     assert out.returncode != 0
     report = out.stdout + out.stderr
     assert "notes/appeal.txt: file: contains what looks like member PHI - line 3: a phone number (phone_number)" \

@@ -6,22 +6,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import datetime, timezone
 
 import pytest
 from sqlalchemy import text
 
 from policydesk.exports import export_traces, render, verify_export_lines
+from tests.cli_helpers import run_cli
 from tests.web_helpers import ask, text_of
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 TODAY = datetime.now(timezone.utc).date()
 
 
 def _cli(db, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=120)
+    return run_cli(*args, env=env)  # in this process, as the console script runs it (tests/cli_helpers.py)
 
 
 @pytest.fixture(scope="module")

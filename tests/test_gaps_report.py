@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import subprocess
-import sys
 import uuid
 from datetime import date, datetime, timezone
 
@@ -19,12 +17,12 @@ from policydesk.reports.clusters import cluster_questions
 from policydesk.reports.gaps import gaps_report
 from policydesk.tracing import write_trace
 from tests.web_helpers import text_of
+from tests.cli_helpers import run_cli
 
 START, END = date(2020, 3, 1), date(2020, 3, 31)
 REP = (["public", "internal"], False)
 COMPLIANCE = (["public", "internal", "restricted", "compliance"], True)
 COMPLIANCE_QUESTION = "How fast must we report member complaints to the state regulator?"
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 
 
 def _cite(doc_id: str, version: int = 2) -> dict:
@@ -119,13 +117,12 @@ def test_csv_download_and_cli(seeded, demo_db, clients, tmp_path):
     rows = list(csv.DictReader(io.StringIO(r.text)))
     assert rows[0]["level"] == "total" and rows[0]["asked"] == "8" and rows[0]["refused_claim_action"] == "1"
     env = dict(os.environ, DATABASE_URL=demo_db.owner_url.render_as_string(hide_password=False))
-    out = subprocess.run([CLI, "report", "gaps", "--since", "2020-03-01", "--until", "2020-03-31", "--format", "csv"],
-                         env=env, capture_output=True, text=True, timeout=180)
+    out = run_cli("report", "gaps", "--since", "2020-03-01", "--until", "2020-03-31", "--format", "csv", env=env)
     assert out.returncode == 0, out.stderr
     assert list(csv.DictReader(io.StringIO(out.stdout)))[0]["asked"] == "8"
     html = tmp_path / "gaps.html"
-    out = subprocess.run([CLI, "report", "gaps", "--since", "2020-03-01", "--until", "2020-03-31", "--format", "html",
-                          "--out", str(html)], env=env, capture_output=True, text=True, timeout=180)
+    out = run_cli("report", "gaps", "--since", "2020-03-01", "--until", "2020-03-31", "--format", "html",
+                          "--out", str(html), env=env)
     assert out.returncode == 0, out.stderr
     assert "<svg" in html.read_text() and "Timely Filing of Claims" in html.read_text()
 

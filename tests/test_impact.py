@@ -15,8 +15,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 import uuid
 from datetime import date, datetime, timedelta, timezone
 
@@ -33,8 +31,8 @@ from policydesk.storage.models import AuditEntry
 from policydesk.users import add_user
 from tests.conftest import CORPUS, WEB_TODAY
 from tests.web_helpers import PASSWORD, find, sign_in
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 APPEAL_QUESTION = "Can members send an appeal by email?"
 FAQ = "wiki/appeals-faq.md"
 OLD_SENTENCE = "Members can send an appeal in writing by mail"
@@ -72,7 +70,7 @@ def _env(db) -> dict:
 
 
 def _cli(db, *args: str):
-    return subprocess.run([CLI, *args], env=_env(db), capture_output=True, text=True, timeout=300)
+    return run_cli(*args, env=_env(db))
 
 
 @pytest.fixture(scope="module")

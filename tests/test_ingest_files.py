@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,8 @@ from sqlalchemy import text
 from policydesk.ingest import IngestError, IngestRefused, ingest_directory
 from tests import ingest_fixtures as fx
 from tests.conftest import table_counts
+from tests.cli_helpers import run_cli
 
-CLI = str(Path(sys.executable).parent / "policydesk")
 
 
 def _scanned_pdf(path: Path) -> None:
@@ -117,7 +116,7 @@ def test_call_note_with_phi_is_refused_and_skip_bad_leaves_only_it_out(make_db, 
 
 def _cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, POLICYDESK_DATA_DIR=str(tmp_path / "data"))
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=300)
+    return run_cli(*args, env=env)
 
 
 def test_dry_run_prints_sections_chunks_and_warnings_and_writes_nothing(tmp_path):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from datetime import date, datetime, timezone
 
@@ -20,8 +18,8 @@ from policydesk.reports.tables import report_rows
 from policydesk.tracing import write_trace
 from tests.api_helpers import bearer, is_problem, make_token
 from tests.web_helpers import ask, by_class, find, text_of, token_of
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 SUPPLY = "What is the maximum days supply of a maintenance drug in one fill?"
 VALID = "valid: commercial, medicaid, medicare_advantage"
 
@@ -88,14 +86,12 @@ def test_api_applies_the_product_and_refuses_an_unknown_one(web_app, demo_db, st
 
 def test_cli_line_of_business_json_and_unknown_name(demo_db, staff):
     env = dict(os.environ, DATABASE_URL=demo_db.owner_url.render_as_string(hide_password=False))
-    out = subprocess.run([CLI, "ask", SUPPLY, "--as", staff["rep"], "--line-of-business", "commercial", "--json"],
-                         env=env, capture_output=True, text=True, timeout=300)
+    out = run_cli("ask", SUPPLY, "--as", staff["rep"], "--line-of-business", "commercial", "--json", env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
     assert data["line_of_business"] == "commercial" and "90-day supply" in data["answer"]
     assert [c["line_of_business"] for c in data["citations"] if c["doc_id"].startswith("POL-RXS")] == [["commercial"]]
-    bad = subprocess.run([CLI, "ask", SUPPLY, "--as", staff["rep"], "--line-of-business", "dental", "--json"],
-                         env=env, capture_output=True, text=True, timeout=300)
+    bad = run_cli("ask", SUPPLY, "--as", staff["rep"], "--line-of-business", "dental", "--json", env=env)
     assert bad.returncode == 2 and bad.stdout == ""
     assert f"error: unknown line of business 'dental'; {VALID}" in bad.stderr
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import subprocess
-import sys
 import uuid
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -24,8 +22,8 @@ from policydesk.reports.owners import owners_report
 from policydesk.tracing import write_trace
 from policydesk.users import add_user
 from tests.web_helpers import PASSWORD, find, sign_in
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 TODAY = date(2026, 11, 29)
 RECENT = TODAY - timedelta(days=10)
 
@@ -124,16 +122,14 @@ def test_owner_filter_and_csv_from_the_command_line(world):
     root, db = world
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False),
                POLICYDESK_TODAY=TODAY.isoformat(), POLICYDESK_RECENT_CHANGE_DAYS="30")
-    out = subprocess.run([CLI, "report", "owners", "--owner", "Desk Training", "--dir", str(root)],
-                         env=env, capture_output=True, text=True, timeout=300)
+    out = run_cli("report", "owners", "--owner", "Desk Training", "--dir", str(root), env=env)
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     assert {(r["owner"], r["kind"], r["doc_id"]) for r in rows} == {
         ("Desk Training", "not_synced", "WIKI-BETA"), ("Desk Training", "past_review", "WIKI-ALPHA"),
         ("Desk Training", "unanswered", "WIKI-ALPHA")}
     page = root.parent / "owners.html"
-    out = subprocess.run([CLI, "report", "owners", "--dir", str(root), "--format", "html", "--out", str(page)],
-                         env=env, capture_output=True, text=True, timeout=300)
+    out = run_cli("report", "owners", "--dir", str(root), "--format", "html", "--out", str(page), env=env)
     assert out.returncode == 0, out.stderr
     html = page.read_text()
     assert 'data-owner="Front Office"' in html and "version 2 took effect" in html and "<style>" in html

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -18,8 +17,8 @@ from policydesk.access import clearance_for
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.scope import permitted_scope
 from policydesk.tracing import purge_traces, write_trace
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 REP = clearance_for("rep")
 
 
@@ -31,7 +30,7 @@ def _row(user: str = "alice", question: str = "What is the timely filing limit?"
 
 def _cli(db, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=120)
+    return run_cli(*args, env=env)
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ the application login cannot delete them at all."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -19,8 +17,8 @@ from policydesk.storage.retention import purge_bookkeeping
 from policydesk.users import add_user
 from tests.api_helpers import make_token
 from tests.web_helpers import PASSWORD
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 NOW = datetime.now(timezone.utc)
 AGES = (200, 100, 40, 1)  # days
 
@@ -81,11 +79,9 @@ def test_the_application_login_cannot_delete_bookkeeping(db, table):
 def test_cli_purges_with_the_setting_as_default(db):
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False),
                POLICYDESK_BOOKKEEPING_RETENTION_DAYS="30")
-    out = subprocess.run([CLI, "bookkeeping", "purge", "--by", "ops-cli"], env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = run_cli("bookkeeping", "purge", "--by", "ops-cli", env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "deleted 3 login_attempts rows, deleted 3 api_requests rows older than 30 days"
     assert _ages(db, "login_attempts") == [1] and _ages(db, "api_requests") == [1]
-    refused = subprocess.run([CLI, "bookkeeping", "purge", "--older-than", "0"], env=env, capture_output=True,
-                             text=True, timeout=120)
+    refused = run_cli("bookkeeping", "purge", "--older-than", "0", env=env)
     assert refused.returncode == 2 and "must be positive" in refused.stderr

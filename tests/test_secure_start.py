@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -21,8 +20,8 @@ from policydesk.storage.security import (
     database_problems,
     settings_problems,
 )
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 
 
 @pytest.fixture
@@ -34,8 +33,7 @@ def _cli_ask(db, settings: Settings, role: str | None = None) -> subprocess.Comp
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
     if role:
         env["POLICYDESK_APP_DB_ROLE"] = role
-    return subprocess.run([CLI, "ask", "What is the timely filing limit?", "--as", "nobody", "--json"],
-                          env=env, capture_output=True, text=True, timeout=180)
+    return run_cli("ask", "What is the timely filing limit?", "--as", "nobody", "--json", env=env)
 
 
 def test_a_migrated_database_starts(db, settings):

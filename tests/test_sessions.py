@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -30,8 +29,8 @@ from policydesk.storage.models import User
 from policydesk.users import add_user, disable_user, enable_user
 from policydesk.web.app import create_app
 from tests.web_helpers import PASSWORD, csrf_from, find, text_of
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 _days = itertools.count()
 
 
@@ -295,19 +294,19 @@ def test_the_app_role_cannot_erase_sign_in_attempts(app, db, make_user):
             conn.execute(text(sql))
 
 
-# -- 4 and 5. password policy and account commands, through the real console script -----------------
+# -- 4 and 5. password policy and account commands, through the command line (in this process) ------
 
 @pytest.fixture(scope="module")
 def cli_env(db, tmp_path_factory) -> dict:
-    """The real console script on this module's database (run from an empty directory, so no
-    stray .env is read)."""
+    """The command line on this module's database, run in this process as the console script runs it
+    (tests/cli_helpers.py), from an empty directory, so no stray .env is read."""
     return {"env": dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False),
                         POLICYDESK_ENVIRONMENT="test"),
             "cwd": tmp_path_factory.mktemp("cli")}
 
 
 def _cli(cli_env, *args, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300, **cli_env)
+    out = run_cli(*args, **cli_env)
     if check:
         assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr + out.stdout

@@ -5,8 +5,6 @@ is reported and leaves the others synced and itself exactly as it was indexed.""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +18,8 @@ from policydesk.ingest.sync import SyncReport, sync_directory, sync_every
 from policydesk.storage.models import AuditEntry, Chunk, DocumentVersion
 from policydesk.users import add_user
 from tests.api_helpers import bearer, is_problem, make_token
+from tests.cli_helpers import run_cli
 
-CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
 PAGES = {
     "alpha.md": ("WIKI-ALPHA", "Alpha Desk Guide", "# Alpha Desk Guide\n\n## Hours\n\nThe alpha desk opens at seven.\n"),
     "beta.md": ("WIKI-BETA", "Beta Desk Guide", "# Beta Desk Guide\n\n## Hours\n\nThe beta desk opens at eight.\n"),
@@ -157,12 +155,11 @@ def test_the_sync_command_every_and_max_runs(folder):
     root, db = folder
     _edit(root, "gamma.md", "nine", "eleven")
     env = dict(os.environ, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
-    out = subprocess.run([CLI, "sync", str(root), "--every", "0.001", "--max-runs", "2"], env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = run_cli("sync", str(root), "--every", "0.001", "--max-runs", "2", env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("3 sources:") == 2 and out.stdout.count("synced: WIKI-GAMMA v1") == 1, out.stdout
     (root / "alpha.md").write_text("")
-    failed = subprocess.run([CLI, "sync", str(root)], env=env, capture_output=True, text=True, timeout=300)
+    failed = run_cli("sync", str(root), env=env)
     assert failed.returncode == 1 and "not synced: alpha.md" in failed.stderr, (failed.stdout, failed.stderr)
 
 
