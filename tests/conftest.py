@@ -104,6 +104,26 @@ def _clone(settings, name: str, template: str) -> None:
         engine.dispose()
 
 
+def _no_flush_to_disk(settings) -> None:
+    """The session's server keeps what it writes in the OS cache instead of flushing it to disk at
+    every commit and checkpoint (fsync, synchronous_commit, full_page_writes off): a throwaway
+    cluster in a temporary directory, never recovered after a machine crash. Servers that tests
+    start in data directories of their own (restarts, replicas, `serve`) keep the defaults."""
+    if settings.database_url or os.environ.get("POLICYDESK_TEST_FSYNC") == "on":
+        return
+    from sqlalchemy import create_engine
+
+    from policydesk.storage.engine import owner_url
+
+    engine = create_engine(owner_url(None, settings.DATA_DIR, "postgres",
+                                     shared_buffers=settings.EMBEDDED_SHARED_BUFFERS), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.exec_driver_sql(f"ALTER SYSTEM SET {setting} = off")
+        conn.exec_driver_sql("SELECT pg_reload_conf()")
+    engine.dispose()
+
+
 def _template(settings, name: str, embed_model=None) -> str:
     """Build the template `name` once per session: migrated, or (DEMO_TEMPLATE) with the demo corpus."""
     from policydesk.runtime import open_migrated
@@ -111,6 +131,7 @@ def _template(settings, name: str, embed_model=None) -> str:
     if name in _templates:
         return name
     if name == MIGRATED_TEMPLATE:
+        _no_flush_to_disk(settings)
         create_database(settings, name)
         db = open_migrated(settings, name)
     else:
@@ -216,3 +237,12 @@ def staff(demo_db) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def clients(web_app, staff) -> dict[str, TestClient]:
     return {key: sign_in(web_app, name) for key, name in staff.items()}
+
+
+def pytest_terminal_summary(terminalreporter):
+    from tests.embed_helpers import stats
+
+    done = stats()
+    if done["hits"] or done["misses"]:
+        terminalreporter.write_line(f"session embedding memo (tests/embed_helpers.py): {done['misses']} model calls "
+                                    f"computed, {done['hits']} repeated calls answered from the memo")

@@ -24,7 +24,6 @@ from policydesk.bench.cli import bench_command
 from policydesk.bench.recall import recall_at_k
 from policydesk.bench.scale import EMBED_DIM, insert_filler
 from policydesk.bench.vector_file import FillerVectorFile
-from policydesk.ingest import ingest_directory
 from policydesk.ingest.chunking import embed_text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,8 +40,7 @@ def _sweep_module():
 @pytest.fixture(scope="module")
 def filled_db(make_db, embed_model, settings, tmp_path_factory):
     """The demo corpus plus 240 realistic filler chunks."""
-    db = make_db()
-    ingest_directory(db, CORPUS, embed_model, settings)
+    db = make_db(demo=True)  # the demo corpus, ingested (a copy of the session's ingested template)
     cache = tmp_path_factory.mktemp("bench_filler")
     report = insert_filler(db, 240, filler="realistic", embed_model=embed_model, cache_dir=cache)
     return db, report, cache

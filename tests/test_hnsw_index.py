@@ -13,8 +13,8 @@ from policydesk.access import clearance_for
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.storage.engine import create_database, open_database
 from policydesk.storage.migrate import alembic_config, upgrade
-from policydesk.storage.models import Chunk
 from policydesk.storage.scope import permitted_scope
+from tests.db_helpers import insert_chunk_rows
 
 INDEX = "data_chunks_embedding_hnsw"
 # What migration 0015 records, chosen by the recall sweeps (docs/performance.md).
@@ -82,8 +82,7 @@ def test_planner_estimates_the_product_predicate_from_statistics(make_db, demo_d
         node = make_node(f"SYN-{i}", txt, meta)
         rows.append(dict(node_id=node.node_id, text=txt, metadata_=row_metadata(node),
                          embedding=(vec / np.linalg.norm(vec)).tolist()))
-    with db.owner.begin() as conn:
-        conn.execute(Chunk.__table__.insert(), rows)
+    insert_chunk_rows(db, rows)  # a bulk load: the HNSW index built once over the rows (tests/db_helpers.py)
     with db.owner.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE data_chunks"))
     # the dense arm's product clause, as PGVectorStore renders the metadata filters

@@ -14,8 +14,8 @@ from sqlalchemy import event, text
 from policydesk.access import ROLES, clearance_for
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.retrievers import HybridRetriever, chunk_vector_store, split_question
-from policydesk.storage.models import Chunk
 from policydesk.storage.scope import permitted_scope
+from tests.db_helpers import insert_chunk_rows
 
 # Questions aimed at every level, including restricted and compliance-only topics.
 PROBES = [
@@ -81,8 +81,8 @@ def _add_synthetic_chunks(db, demo_db, n: int, level_for) -> None:
                 "source_file": "x", "text_sha256": "0"}
         node = make_node(f"SYN-{i}", txt, meta)
         rows.append(dict(node_id=node.node_id, text=txt, metadata_=row_metadata(node), embedding=vec.tolist()))
+    insert_chunk_rows(db, rows)  # a bulk load: the HNSW index built once over the rows (tests/db_helpers.py)
     with db.owner.begin() as conn:
-        conn.execute(Chunk.__table__.insert(), rows)
         conn.execute(text("ANALYZE data_chunks"))
 
 

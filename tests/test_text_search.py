@@ -129,11 +129,7 @@ def test_no_scope_no_rows_and_no_direct_read(demo_db):
 
 
 def test_side_table_follows_every_write(make_db, embed_model, settings):
-    from policydesk.ingest import ingest_directory
-    from tests.conftest import CORPUS
-
-    db = make_db()
-    ingest_directory(db, CORPUS, embed_model, settings)
+    db = make_db(demo=True)  # the demo corpus, ingested (a copy of the session's ingested template)
 
     def pairs(sql):
         with db.owner.connect() as conn:
@@ -167,11 +163,7 @@ def _df(conn) -> set[tuple]:
 
 def test_lexeme_counts_follow_every_write(make_db, embed_model, settings):
     # Migration 0016: per-clearance document frequencies, kept in the writing transaction.
-    from policydesk.ingest import ingest_directory
-    from tests.conftest import CORPUS
-
-    db = make_db()
-    ingest_directory(db, CORPUS, embed_model, settings)
+    db = make_db(demo=True)  # the demo corpus, ingested (a copy of the session's ingested template)
     with db.owner.connect() as conn:
         assert _df(conn) == _df_recount(conn) and len(_df(conn)) > 1000
     with db.owner.begin() as conn:
@@ -221,11 +213,7 @@ def test_a_binding_cap_only_drops_rows_never_reorders_or_widens(role, demo_db):
 def test_content_above_clearance_does_not_shape_a_callers_candidates(make_db, embed_model, settings):
     # The frequencies that pick the candidates count only the buckets the caller may read: making
     # a word common in compliance-only chunks changes nothing for a rep.
-    from policydesk.ingest import ingest_directory
-    from tests.conftest import CORPUS
-
-    db = make_db()
-    ingest_directory(db, CORPUS, embed_model, settings)
+    db = make_db(demo=True)  # the demo corpus, ingested (a copy of the session's ingested template)
     rep = clearance_for("rep")
     q = or_query("timely filing limit for a corrected claim appeal")
 
@@ -281,11 +269,7 @@ def test_copies_of_a_text_are_ranked_once_and_return_like_every_chunk(make_db, e
     # Migration 0022: word-for-word copies (an unchanged section in a new version, an edition's
     # shared section) share one side-table row; the top k, ties at the cut included, is what
     # ranking every chunk gives.
-    from policydesk.ingest import ingest_directory
-    from tests.conftest import CORPUS
-
-    db = make_db()
-    ingest_directory(db, CORPUS, embed_model, settings)
+    db = make_db(demo=True)  # the demo corpus, ingested (a copy of the session's ingested template)
     with db.owner.begin() as conn:
         conn.execute(text(
             "INSERT INTO data_chunks (text, metadata_, node_id, embedding) "
