@@ -189,6 +189,17 @@ def demo_db(make_db, embed_model, settings):
     return db
 
 
+@pytest.fixture(scope="session")
+def shared_serve(tmp_path_factory, embed_model):
+    """The session's real `policydesk serve --workers 2` (tests/serve_helpers.py), started on first
+    use: `shared_serve.get()` -> url, db, proc, log, data_dir, role, settings."""
+    from tests.serve_helpers import SharedServe
+
+    handle = SharedServe(tmp_path_factory.mktemp("serve"), tmp_path_factory.mktemp("serve-corpus"), embed_model)
+    yield handle
+    handle.close()
+
+
 @pytest.fixture
 def corpus_copy(tmp_path) -> Path:
     dest = tmp_path / "corpus"

@@ -1,18 +1,14 @@
 """`policydesk serve --workers 2` as a platform team runs it: its log, read line by line, is JSON
 with request and trace ids and never a question's text.
 
-One server for the module (each worker loads its own model); every request goes over a fresh
-connection, so the kernel hands them to both workers.
+The session's shared server (tests/serve_helpers.py; each worker loads its own model); every
+request goes over a fresh connection, so the kernel hands them to both workers.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,69 +17,29 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
-from policydesk.config import Settings
-from policydesk.ingest import ingest_directory
-from policydesk.runtime import open_migrated
-from policydesk.storage.engine import embedded_server, stop_embedded_server
+from policydesk.storage.engine import embedded_server
 from policydesk.users import add_user
 from tests.api_helpers import bearer, make_token
-from tests.test_ingest import _corpus, _entries
-from tests.web_helpers import PASSWORD, free_port
+from tests.serve_helpers import METRICS_TOKEN
+from tests.web_helpers import PASSWORD
 
 pytestmark = pytest.mark.slow
 
-CLI = str(Path(sys.executable).parent / "policydesk")
-REPO = Path(__file__).resolve().parent.parent
-METRICS_TOKEN = "metrics-" + uuid.uuid4().hex
 # A word no policy, prompt or log template holds: wherever it shows up, a question's text leaked.
 MARKER = "Zigguratville"
 ANSWERED = f"What is the timely filing limit for a claim from {MARKER} Clinic?"
 REFUSED = f"Member CVM12345678 of {MARKER} Clinic wants to know the timely filing limit."
 
 
-def _start(data_dir: Path, port: int, log: Path, **env) -> subprocess.Popen:
-    full = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
-                POLICYDESK_API_RATE_LIMIT="10000",
-                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env)
-    full.pop("DATABASE_URL", None)
-    with log.open("ab") as sink:
-        return subprocess.Popen([CLI, "serve", "--port", str(port), "--workers", "2"], env=full, cwd=REPO,
-                                stdout=sink, stderr=subprocess.STDOUT)
-
-
-def wait_started(proc: subprocess.Popen, log: Path, workers: int = 2, seconds: float = 240) -> None:
-    deadline = time.monotonic() + seconds  # each worker loads its own model, then accepts connections
-    while log.read_text(errors="replace").count("Application startup complete") < workers:
-        assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
-        assert time.monotonic() < deadline, "the workers did not start"
-        time.sleep(0.5)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, embed_model):
-    data_dir = tmp_path_factory.mktemp("ops")
-    settings = Settings(DATA_DIR=data_dir, _env_file=None)
-    db = open_migrated(settings)
-    corpus = _corpus(tmp_path_factory.mktemp("ops-corpus"), _entries("policies/pol-tf-v1.pdf"))
-    ingest_directory(db, corpus, embed_model, settings)
-    with Session(db.owner) as s, s.begin():
-        add_user(s, name="ops-rep", role="rep", password=PASSWORD)
-    port, log = free_port(), data_dir / "serve.log"
-    proc = _start(data_dir, port, log, POLICYDESK_METRICS_TOKEN=METRICS_TOKEN)
-    try:
-        wait_started(proc, log)
-        yield {"url": f"http://127.0.0.1:{port}", "db": db, "proc": proc, "log": log, "data_dir": data_dir,
-               "token": make_token(db, "ops-rep")}
-    finally:
-        stop(proc)
-        db.dispose()
-        stop_embedded_server(data_dir, force=True)
+def served(shared_serve):
+    """The session's `serve --workers 2` (tests/serve_helpers.py: its own data directory, a metrics
+    token, the API rate limit raised), a rep and a token of this module's."""
+    s = shared_serve.get()
+    with Session(s["db"].owner) as session, session.begin():
+        add_user(session, name="ops-rep", role="rep", password=PASSWORD)
+    yield {"url": s["url"], "db": s["db"], "proc": s["proc"], "log": s["log"], "data_dir": s["data_dir"],
+           "token": make_token(s["db"], "ops-rep")}
 
 
 def ask(served, question: str, headers: dict | None = None) -> httpx.Response:

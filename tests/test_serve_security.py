@@ -18,85 +18,48 @@ all of 127/8 to lo, and httpx binds the client side to them.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.config import Settings
 from policydesk.exports import export_traces, render
-from policydesk.ingest import ingest_directory
-from policydesk.runtime import open_migrated
-from policydesk.storage.engine import stop_embedded_server
 from policydesk.users import add_user, disable_user, set_password, set_role
 from tests.api_helpers import bearer, make_token
-from tests.test_ingest import _corpus, _entries
-from tests.web_helpers import PASSWORD, by_class, csrf_from, free_port, text_of
+from tests.serve_helpers import LogSince, serve_env, start_serve, stop_serve, wait_started
+from tests.web_helpers import PASSWORD, by_class, csrf_from, text_of
 
 pytestmark = pytest.mark.slow
 
-CLI = str(Path(sys.executable).parent / "policydesk")
-REPO = Path(__file__).resolve().parent.parent
 TIMELY = "What is the timely filing limit?"
 PROXY, NOT_PROXY = "127.0.0.5", "127.0.0.6"
 
 
-def _start(data_dir: Path, name: str, *args: str) -> tuple[subprocess.Popen, str, Path]:
-    port = free_port()
-    env = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    for leaked in ("DATABASE_URL", "FORWARDED_ALLOW_IPS", "POLICYDESK_FORWARDED_ALLOW_IPS"):
-        env.pop(leaked, None)
-    log = data_dir / f"{name}.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([CLI, "serve", "--port", str(port), *args], env=env, cwd=REPO,
-                                stdout=sink, stderr=subprocess.STDOUT)
-    return proc, f"http://127.0.0.1:{port}", log
-
-
-def _wait(proc, log: Path, workers: int) -> None:
-    deadline = time.monotonic() + 300
-    while log.read_text(errors="replace").count("Application startup complete") < workers:
-        assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
-        assert time.monotonic() < deadline, "serve did not start"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, embed_model):
-    data_dir = tmp_path_factory.mktemp("serve-security")
-    settings = Settings(DATA_DIR=data_dir, _env_file=None)
-    db = open_migrated(settings)
-    corpus = _corpus(tmp_path_factory.mktemp("serve-security-corpus"),
-                     _entries("policies/pol-tf-v1.pdf", "policies/pol-tf-v2.pdf"))
-    ingest_directory(db, corpus, embed_model, settings)
+def served(shared_serve, tmp_path_factory):
+    """The session's `serve --workers 2` (tests/serve_helpers.py: pol-tf-v1 and v2, no forwarded
+    header trusted), its log from this module's start, and a second server of this module's, one
+    worker, started with `--forwarded-allow-ips` on the same database (its own data directory for
+    its metrics files, the database named by DATABASE_URL)."""
+    s = shared_serve.get()
+    db = s["db"]
     reviewer = f"sec-comp-{uuid.uuid4().hex[:6]}"
-    with Session(db.owner) as s, s.begin():
-        add_user(s, name=reviewer, role="compliance", password=PASSWORD)
-    servers = {"plain": _start(data_dir, "plain", "--workers", "2"),
-               "proxied": _start(data_dir, "proxied", "--forwarded-allow-ips", PROXY)}
+    with Session(db.owner) as session, session.begin():
+        add_user(session, name=reviewer, role="compliance", password=PASSWORD)
+    log = LogSince(s["log"])
+    own = tmp_path_factory.mktemp("serve-security")
+    env = serve_env(own, DATABASE_URL=db.owner_url.render_as_string(hide_password=False))
+    proxied, proxied_url = start_serve(env, own / "proxied.log", "--forwarded-allow-ips", PROXY)
     try:
-        _wait(servers["plain"][0], servers["plain"][2], 2)
-        _wait(servers["proxied"][0], servers["proxied"][2], 1)
-        yield {"url": servers["plain"][1], "proxied_url": servers["proxied"][1], "db": db, "reviewer": reviewer,
-               "log": servers["plain"][2], "reviewer_token": make_token(db, reviewer)}
+        wait_started(proxied, own / "proxied.log", 1)
+        yield {"url": s["url"], "proxied_url": proxied_url, "db": db, "reviewer": reviewer, "log": log,
+               "reviewer_token": make_token(db, reviewer)}
     finally:
-        for proc, _, _ in servers.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(60)
-        db.dispose()
-        stop_embedded_server(data_dir, force=True)
+        stop_serve(proxied)
 
 
 def _new_user(db, role: str = "rep") -> str:

@@ -9,13 +9,9 @@ clients sign in and ask over fresh connections, so the kernel hands requests to 
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import psutil
@@ -23,60 +19,29 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.config import Settings
-from policydesk.ingest import ingest_directory
-from policydesk.runtime import open_migrated
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.engine import stop_embedded_server
 from policydesk.users import add_user
-from tests.test_ingest import _corpus, _entries
-from tests.web_helpers import PASSWORD, csrf_from, free_port, text_of
+from tests.web_helpers import PASSWORD, csrf_from, text_of
 
 pytestmark = pytest.mark.slow
 
-CLI = str(Path(sys.executable).parent / "policydesk")
-REPO = Path(__file__).resolve().parent.parent
 # Both answered from the one policy this test ingests (an appeals question would rightly go unanswered).
 QUESTIONS = ("What is the timely filing limit?", "How long does a provider have to submit a claim?")
 CLIENTS, ASKS = 8, 6
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, embed_model):
-    data_dir = tmp_path_factory.mktemp("workers")
-    settings = Settings(DATA_DIR=data_dir, _env_file=None)
-    db = open_migrated(settings)
-    corpus = _corpus(tmp_path_factory.mktemp("workers-corpus"),
-                     _entries("policies/pol-tf-v1.pdf", "policies/pol-tf-v2.pdf"))
-    ingest_directory(db, corpus, embed_model, settings)
+def served(shared_serve):
+    """The session's `serve --workers 2` (tests/serve_helpers.py: started by the CLI, pol-tf-v1 and
+    v2 ingested) and this module's eight reps. The module's last test stops it."""
+    s = shared_serve.get()
     names = [f"worker-rep-{i}" for i in range(CLIENTS)]
-    with Session(db.owner) as s, s.begin():
+    with Session(s["db"].owner) as session, session.begin():
         for name in names:
-            add_user(s, name=name, role="rep", password=PASSWORD)
-    port = free_port()
-    env = dict(os.environ, POLICYDESK_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    env.pop("DATABASE_URL", None)
-    log = data_dir / "serve.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([CLI, "serve", "--port", str(port), "--workers", "2"], env=env, cwd=REPO,
-                                stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 240  # each worker loads its own model, then accepts connections
-    while log.read_text(errors="replace").count("Application startup complete") < 2:
-        assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
-        assert time.monotonic() < deadline, "the workers did not start"
-        time.sleep(0.5)
-    assert httpx.get(url + "/healthz", timeout=10).status_code == 200
-    try:
-        yield {"url": url, "db": db, "proc": proc, "names": names, "role": settings.APP_DB_ROLE,
-               "data_dir": data_dir}
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
-        db.dispose()
-        stop_embedded_server(data_dir, force=True)
+            add_user(session, name=name, role="rep", password=PASSWORD)
+    yield {"url": s["url"], "db": s["db"], "proc": s["proc"], "names": names, "role": s["role"],
+           "data_dir": s["data_dir"]}
 
 
 def _sign_in(url: str, name: str) -> tuple[dict, str]:
