@@ -19,8 +19,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/policydesk demo
 
+# --durations=25: the slowest 25 tests, printed at the end of every CI run.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 eval: $(STAMP)
 	$(BIN)/policydesk eval
