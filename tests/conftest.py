@@ -37,6 +37,29 @@ if _MODELS_DIR:
     os.environ["POLICYDESK_EMBED_MODELS_DIR"] = _MODELS_DIR
 
 
+def _cheap_password_hashing() -> None:
+    """Argon2 at test cost. The product hashes with argon2's defaults (64 MiB, 3 passes, 4 lanes:
+    0.1-0.3 s a hash or a check on two shared cores), and the suite hashes and checks passwords
+    thousands of times (every user a fixture adds, every sign-in, every deliberate bad sign-in of
+    the lockout, fuzz and hostile tests). Here the same argon2id runs with 1 pass over 1 MiB, the
+    decoy hash for unknown names included (users.authenticate), so known and unknown names still
+    cost the same. A hash records its parameters, so a `serve` process checks these cheaply too.
+    POLICYDESK_TEST_ARGON2=default keeps the product's cost."""
+    if os.environ.get("POLICYDESK_TEST_ARGON2") == "default":
+        return
+    from argon2 import PasswordHasher
+
+    from policydesk import users
+
+    if not hasattr(users, "_hasher") or not hasattr(users, "_DUMMY_HASH"):
+        return  # users.py changed shape: run at the product's cost rather than guess
+    users._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    users._DUMMY_HASH = users._hasher.hash("not-a-real-password")
+
+
+_cheap_password_hashing()
+
+
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:
     # Every TestClient signs in from the one address "testclient", so the suite's deliberate bad
