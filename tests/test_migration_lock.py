@@ -33,13 +33,14 @@ def _head() -> str:
 
 # What `serve` (each worker's lifespan), `ask` and every other command run first: open the configured
 # database with migrations applied (policydesk.runtime.open_migrated). Each child imports everything,
-# then waits for the same instant, so the starts collide as they do when hosts start together.
+# says so, then waits until the test releases all of them at once (a line on stdin, written to every
+# child in turn once all are ready), so the starts collide as they do when hosts start together.
 _CHILD = """
-import sys, time
+import sys
 from policydesk.config import get_settings
 from policydesk.runtime import open_migrated
-start_at = float(sys.argv[1])
-time.sleep(max(0.0, start_at - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()
 open_migrated(get_settings()).dispose()
 print("migrated", flush=True)
 """
@@ -52,9 +53,13 @@ def test_processes_started_at_once_on_a_fresh_database_migrate_it_once(settings,
     env = dict(os.environ, DATABASE_URL=url.render_as_string(hide_password=False),
                POLICYDESK_DATA_DIR=str(tmp_path / "data"),
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    start_at = time.time() + 15  # after every child has imported PolicyDesk, on a loaded machine too
-    starters = [subprocess.Popen([sys.executable, "-c", _CHILD, str(start_at)], env=env, cwd=REPO,
+    starters = [subprocess.Popen([sys.executable, "-c", _CHILD], env=env, cwd=REPO, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(STARTERS)]
+    for p in starters:  # every child has imported PolicyDesk, on a loaded machine too
+        assert p.stdout.readline().strip() == "ready", p.communicate(timeout=300)
+    for p in starters:  # then all go at once
+        p.stdin.write("go\n")
+        p.stdin.flush()
     outcomes = [(p.wait(300), *p.communicate()) for p in starters]
     for code, out, err in outcomes:
         assert code == 0 and "migrated" in out, f"a start-up failed while another migrated:\n{err[-3000:]}"
