@@ -92,12 +92,12 @@ def _stop_new_servers(engine, before: set) -> None:
 
 @contextmanager
 def _environment(env: dict | None):
-    if env is None:
-        yield
-        return
+    """`env` as the whole environment (None: this process's), and whatever the command sets in it
+    (`serve` names its metrics directory there) undone afterwards."""
     saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update({k: str(v) for k, v in env.items()})
+    if env is not None:
+        os.environ.clear()
+        os.environ.update({k: str(v) for k, v in env.items()})
     try:
         yield
     finally:
@@ -148,8 +148,8 @@ def _logging_restored():
                 lg.handlers[:] = handlers
                 lg.filters[:] = filters
                 lg.propagate, lg.disabled = propagate, disabled
-            else:  # a logger first made by the command: as a new one would be
-                lg.handlers.clear()
+            else:  # a logger first made by the command: without the handlers the command's logging set-up gave it
+                lg.handlers[:] = [h for h in lg.handlers if not isinstance(h, logging.StreamHandler)]
                 lg.setLevel(logging.NOTSET)
                 lg.propagate, lg.disabled = True, False
         if not captured:
