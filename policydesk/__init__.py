@@ -23,6 +23,7 @@ _EXPORTS = {
     "PolicyRetriever": "policydesk.entry",
     "EntryError": "policydesk.entry",
     "CitedAnswerSynthesizer": "policydesk.synthesis",
+    "PolicyTextSynthesizer": "policydesk.providers.policy_text",
     "HybridArmsRetriever": "policydesk.retrievers",
     "DenseArmRetriever": "policydesk.retrievers",
     "TextArmRetriever": "policydesk.retrievers",

@@ -18,18 +18,51 @@ from policydesk.outcomes import Abstained, Answered, Failed, Outcome, Refused
 
 WarningKind = Literal[
     "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped",
-    "redacted", "date_from_question", "date_in_question", "not_in_force", "line_of_business",
+    "redacted", "date_from_question", "date_in_question", "not_in_force", "line_of_business", "policy_text",
 ]
+# Warnings that describe one source: an answer keeps them only for the sources it cites.
+SOURCE_WARNINGS = frozenset({"recent_change", "scheduled_change", "conflict", "version_swapped"})
 
 
 class AnswerWarning(BaseModel):
     kind: WarningKind
     message: str
+    # The documents the warning is about (empty: about the request). Not part of the JSON: it
+    # only decides which warnings an answer keeps (`SOURCE_WARNINGS`).
+    doc_ids: list[str] = Field(default_factory=list, exclude=True)
+
+
+class Quote(BaseModel):
+    """The words of one cited chunk a claim rests on, as the chunk has them."""
+
+    chunk_id: str
+    text: str
 
 
 class Claim(BaseModel):
     text: str = Field(description="One statement of the answer.")
     citations: list[str] = Field(description="Ids of the source blocks (chunk ids) that support this statement.")
+    quotes: list[Quote] = Field(default_factory=list, description="Verbatim quotes the statement rests on.")
+
+
+class Passage(BaseModel):
+    """Policy text in force shown as it stands (no model configured): a chunk, or a lettered
+    subsection of it, with the sentence(s) most likely to answer marked as [start, end) offsets
+    into `text` (`answer` holds the marked sentences)."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    version: int
+    effective_from: str
+    effective_to: str | None
+    text: str
+    marked: list[tuple[int, int]] = Field(default_factory=list)
+
+    @property
+    def marked_text(self) -> str:
+        return " ".join(self.text[a:b] for a, b in self.marked)
 
 
 class Citation(BaseModel):
@@ -101,6 +134,14 @@ class AskResult:
         return self.outcome.citations if isinstance(self.outcome, Answered) else []
 
     @property
+    def passages(self) -> list[Passage]:
+        return self.outcome.passages if isinstance(self.outcome, Answered) else []
+
+    @property
+    def condition(self) -> str | None:
+        return self.outcome.condition if isinstance(self.outcome, Answered) else None
+
+    @property
     def extractive(self) -> bool:
         return isinstance(self.outcome, Answered) and self.outcome.extractive
 
@@ -154,6 +195,8 @@ class AskResult:
             "answerable": self.answerable,
             "claims": [c.model_dump() for c in self.claims],
             "citations": [c.model_dump(exclude={"text"}) for c in self.citations],
+            "passages": [p.model_dump() for p in self.passages],
+            "condition": self.condition,
             "refused": self.refused,
             "refusal_reason": self.refusal_message,
             "refusal_code": self.refusal_code,

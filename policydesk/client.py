@@ -59,6 +59,16 @@ def render_answer(data: dict[str, Any]) -> str:
     from policydesk.versions.window import Window
 
     lines = [data.get("answer", ""), ""]
+    for p in data.get("passages", []):  # no model: the policy text shown, the marked sentence in >> <<
+        text, at, marked = p["text"], 0, []
+        for start, end in sorted(tuple(m) for m in p.get("marked", [])):
+            marked += [text[at:start], ">>", text[start:end], "<<"]
+            at = end
+        window = Window.cited(p["effective_from"], p.get("effective_to")).format("ascii")
+        lines.insert(len(lines) - 1, f"POLICY TEXT: {p['title']} - {p['section']} - version {p['version']} - {window}")
+        lines.insert(len(lines) - 1, "  " + "".join(marked + [text[at:]]).replace("\n", "\n  "))
+    if data.get("condition"):
+        lines.insert(1, f"ONLY IF: {data['condition']}")
     if data.get("line_of_business"):
         lines.insert(0, f"[line of business: {data['line_of_business']}]")
     for c in data.get("citations", []):

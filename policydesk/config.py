@@ -94,6 +94,16 @@ class Settings(BaseSettings):
     GEMINI_EMBEDDING_MODEL: str = "gemini-embedding-001"
     PROVIDER_TIMEOUT_SECONDS: float = 30.0
     PROVIDER_MAX_RETRIES: int = 3
+    # A model on the plan's own servers (vLLM, Ollama, llama.cpp's server, TGI): any endpoint that
+    # speaks OpenAI's chat completions API, used when no Gemini key is set (docs/deploy.md). Its
+    # answers go through the same prompt, schema and checks; embeddings stay local.
+    OPENAI_COMPATIBLE_BASE_URL: str | None = None  # e.g. http://llm.internal:8000/v1
+    OPENAI_COMPATIBLE_MODEL: str = "default"
+    OPENAI_COMPATIBLE_API_KEY: SecretStr | None = None  # sent as a bearer token, if the server wants one
+    # Send the answer's JSON schema as response_format (vLLM, llama.cpp and Ollama's OpenAI API
+    # accept it); turn off for a server that rejects it: the schema is then only in the prompt.
+    OPENAI_COMPATIBLE_JSON_SCHEMA: bool = True
+    OPENAI_COMPATIBLE_CONTEXT_WINDOW: int = 32_768
     # USD per million tokens (input, output); configurable because list prices change.
     PRICE_INPUT_PER_MTOK: float = 0.30
     PRICE_OUTPUT_PER_MTOK: float = 2.50

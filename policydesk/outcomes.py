@@ -11,19 +11,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from policydesk.answer import AnswerWarning, Citation, Claim
+    from policydesk.answer import AnswerWarning, Citation, Claim, Passage
 
 
 @dataclass(frozen=True)
 class Answered:
-    """Stated from the cited sources. `warnings` are the ones the answer itself adds (which
-    answerer wrote it, a cited source changed since ingest, which products it applies to)."""
+    """Stated from the cited sources. `warnings` are the ones the answer itself adds (policy
+    text rather than a written answer, a cited source changed since ingest, which products it
+    applies to). `extractive`: no model wrote it; `passages` holds the policy text shown, with
+    the sentence most likely to answer marked. `condition`: the model said the sources answer
+    only under this condition."""
 
     answer: str
     claims: list[Claim]
     citations: list[Citation]
     extractive: bool = False
     warnings: list[AnswerWarning] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    condition: str | None = None
 
 
 @dataclass(frozen=True)

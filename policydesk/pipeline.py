@@ -7,10 +7,11 @@ ever ranked, reasoned over, or generated from.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import date
 
-from llama_index.core.schema import QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from sqlalchemy.orm import Session
 
 from policydesk import metrics
@@ -29,19 +30,21 @@ from policydesk.products import (
     UnknownLineOfBusiness,
     checked_product,
     cited_product_warning,
-    valid_products,
     variants_in_context,
 )
 from policydesk.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, Screening, gate_for
-from policydesk.providers.kinds import is_extractive, is_priced
+from policydesk.language import names_source
+from policydesk.providers.kinds import is_priced
+from policydesk.providers.passages import PassageReader
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.retrievers import chunk_vector_store
-from policydesk.answerability import names_source
-from policydesk.plan_names import program_names
-from policydesk.synthesis.answered import NOT_ANSWERED_MESSAGE, check_answered
+from policydesk.storage.guard_read import CallerChunks
+from policydesk.synthesis.grounding import check
 from policydesk.synthesis.postflight import check_draft, combine
-from policydesk.synthesis.prompt import date_notes, program_notes
+from policydesk.synthesis.prompt import date_notes, product_notes
+from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
+from policydesk.vocabulary import unknown_terms
 from policydesk.logs import bind_trace_id
 from policydesk.steps import NOT_ANSWERED, Context, Retrieved, Steps
 from policydesk.tracing import TraceDraft, active_trace, current_trace, trace_row, write_trace
@@ -60,7 +63,12 @@ __all__ = ["AskPipeline", "AskError", "AskRequest", "AskResult", "build_pipeline
 
 log = logging.getLogger(__name__)
 
-EXTRACTIVE_NOTE = "Answered by the offline extractive answerer: quoted sentences from the cited sources, not a model."
+POLICY_TEXT_NOTE = ("No model is configured: this is the policy text in force, with the sentence most likely to "
+                    "answer marked. It is not a written answer; read the passage.")
+NOT_ANSWERED_MESSAGE = (
+    "The sources you may read don't say this: \u201c{question}\u201d. Nothing was stated; "
+    "ask your supervisor or the policy's owner."
+)
 
 
 class AskError(Exception):
@@ -74,6 +82,8 @@ class AskError(Exception):
 class AskPipeline:
     def __init__(self, db, settings, embed_model, llm, *, today: date | None = None,
                  gate: RefusalGate | None = None, what_changed: WhatChangedDetector | None = None) -> None:
+        """`llm`: the model that writes answers (any LlamaIndex LLM), or None to show the policy
+        text in force (the offline reader)."""
         self.db = db
         self.settings = settings
         settings.abstain_threshold()  # refuse to start (UncalibratedThreshold) if the embedding model has none
@@ -83,12 +93,13 @@ class AskPipeline:
         # Retrieval and version reads: the read replica when one is configured (Database.reads).
         self.store = chunk_vector_store(db.reads)
         self.lookup = VersionLookup(db.reads)
-        self.synthesizer = CitedAnswerSynthesizer(llm=llm)
+        self.synthesizer = CitedAnswerSynthesizer(llm=llm) if llm is not None else None
+        self.reader = PassageReader(embed_model) if llm is None else None
         # The gate fits its classifier on the model itself (a RequestEmbedding only adds per-request reuse).
         self.gate = gate or gate_for(
             db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
         self.what_changed = what_changed or shared_detector()
-        self.extractive = is_extractive(llm)
+        self.extractive = llm is None  # no model: the policy text is shown, not a written answer
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
 
@@ -99,6 +110,9 @@ class AskPipeline:
 
     # -- the whole request --------------------------------------------------------------------
     def ask(self, req: AskRequest) -> AskResult:
+        limit = self.settings.MAX_QUESTION_CHARS
+        if len(req.question or "") > limit:  # every entry point, the Python ones too: nothing of it is read
+            req = dataclasses.replace(req, question="", rejected=f"the question is longer than {limit} characters")
         draft = TraceDraft()
         bind_trace_id(draft.id)  # this request's log lines name its trace
         steps = Steps(question=req.question)
@@ -221,45 +235,70 @@ class AskPipeline:
         # says, not by comparing some policy's versions.
         if self.what_changed.is_what_changed(question) and not _names_a_note(question, nodes):
             return self._answer_what_changed(question, clearance, nodes, best, draft)
-        vocabulary = self._vocabulary(clearance)
-        products = valid_products(self.db, clearance)
-        programs = program_names(vocabulary.labels, products) if vocabulary else dict.fromkeys(products, ())
-        notes = date_notes({b: d.isoformat() for b, d in steps.dates.items()}) + [
-            w.message for w in report.conflict_warnings] + program_notes(programs, product)
-        outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
-        steps.model = outcome.model
-        draft.attempts = outcome.attempts
-        draft.tokens_in, draft.tokens_out = outcome.tokens_in, outcome.tokens_out
-        if outcome.answer is None and outcome.failed_closed:
-            metrics.FAIL_CLOSED.inc()
-            log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(outcome.attempts),
-                        draft.id, outcome.abstain_reason, extra={"event": "fail_closed"})
-            return Abstained("failed_closed", outcome.abstain_reason or "No answer survived validation.")
-        if outcome.answer is None:
-            why = outcome.abstain_reason or "the answerer found no answer in the sources"
-            return self._withhold(question, held, why)
-        verdict = check_draft(outcome.answer, [n.node.get_content() for n in nodes])
+        chunks = CallerChunks(self.db.reads.app, clearance)
+        if self.llm is None:
+            with draft.stage("synthesis"):  # what the model step is timed as, so dashboards compare
+                read = self._read_passages(question, nodes, chunks, held)
+            if not isinstance(read, tuple):
+                return read
+            answer, context, passages = read
+        else:
+            notes = date_notes({b: d.isoformat() for b, d in steps.dates.items()}) + [
+                w.message for w in report.conflict_warnings] + product_notes(product)
+            synthesis = self.synthesizer.synthesize_outcome(question, nodes, notes, chunks=chunks)
+            steps.model = synthesis.model
+            draft.attempts = synthesis.attempts
+            draft.tokens_in, draft.tokens_out = synthesis.tokens_in, synthesis.tokens_out
+            if synthesis.dropped:
+                log.warning("synthesis dropped %d node(s) the caller may not read, trace %s", len(synthesis.dropped),
+                            draft.id, extra={"event": "leak_attempt"})
+            if synthesis.answer is None and synthesis.failed_closed:
+                metrics.FAIL_CLOSED.inc()
+                log.warning("answer failed closed after %d attempt(s), trace %s: %s", len(synthesis.attempts),
+                            draft.id, synthesis.abstain_reason, extra={"event": "fail_closed"})
+                return Abstained("failed_closed", synthesis.abstain_reason or "No answer survived validation.")
+            if synthesis.answer is None:
+                return self._withhold(question, held, synthesis.abstain_reason or "the model found no answer")
+            answer, context, passages = synthesis.answer, synthesis.context, []
+        if screening.topic_gated:  # after the same steps as any question, so it reads like one not covered
+            return self._withhold(question, held, "topic above the caller's clearance")
+        verdict = check_draft(answer, [n.node.get_content() for n in context])
         action = combine("allow", verdict.action)
         if action == "refuse":
             return self._refused("postflight", "The drafted answer was withheld: " + "; ".join(verdict.reasons))
         if action == "abstain":
             return Abstained("failed_check", "The drafted answer failed the post-generation check: "
                              + "; ".join(verdict.reasons))
-        by_id = {n.node.node_id: n for n in nodes}
-        answered = check_answered(question, outcome.answer, by_id, vocabulary=vocabulary,
-                                  programs=programs, chosen_program=product,
-                                  held_title=held.title if held is not None else None)
-        if screening.topic_gated or not answered.answered:
-            return self._withhold(question, held, "topic above the caller's clearance" if screening.topic_gated
-                                  else "; ".join(answered.unmet))
-        cited = list(dict.fromkeys(cid for c in outcome.answer.claims for cid in c.citations))
+        by_id = {n.node.node_id: n for n in context}
+        claims = answer.contract_claims()
+        cited = list(dict.fromkeys(cid for c in claims for cid in c.citations))
         citations = [citation_from_node(by_id[cid].node) for cid in cited]
-        warnings = [AnswerWarning(kind="extractive", message=EXTRACTIVE_NOTE)] if self.extractive else []
+        warnings = [AnswerWarning(kind="policy_text", message=POLICY_TEXT_NOTE)] if self.extractive else []
         warnings += stale_source_warnings(self.db, citations, clearance)
         if product is None and (warning := cited_product_warning(citations)):
             warnings.append(warning)
-        return Answered(outcome.answer.answer, outcome.answer.claims, citations, extractive=self.extractive,
-                        warnings=warnings)
+        return Answered(answer.answer, claims, citations, extractive=self.extractive, warnings=warnings,
+                        passages=passages, condition=answer.condition if answer.answers == "conditional" else None)
+
+    def _read_passages(self, question: str, nodes, chunks: CallerChunks, held) -> Outcome | tuple:
+        """No model: the passages in force, their likely sentences marked, as a draft that passes
+        the same checks as a model's. Declines only when the question names what no readable
+        source mentions."""
+        vocabulary = self._vocabulary(chunks.clearance)
+        if vocabulary is not None and (unknown := unknown_terms(question, vocabulary)):
+            return self._withhold(question, held, f"the sources never mention: {', '.join(unknown)}")
+        stored = chunks.read(n.node.node_id for n in nodes)
+        context = [NodeWithScore(node=stored[n.node.node_id], score=n.score) for n in nodes if n.node.node_id in stored]
+        passages = self.reader.read(question, context)
+        if not passages:
+            return self._withhold(question, held, "no sentence in the sources in context")
+        answer = ModelAnswer(answers="yes", answer=" ".join(p.marked_text for p in passages), claims=[
+            ModelClaim(text=p.marked_text, quotes=[ModelQuote(chunk_id=p.chunk_id, text=p.marked_text)])
+            for p in passages])
+        problem = check(answer, {n.node.node_id: n.node for n in context})
+        if problem is not None:  # the reader quotes stored text: this would be a defect, so fail closed
+            raise RuntimeError(f"the passage reader's draft failed its checks: {problem.summary}")
+        return answer, context, passages
 
     def _answer_what_changed(self, question: str, clearance: Clearance, nodes, best_similarity,
                              draft: TraceDraft) -> Outcome:
@@ -339,14 +378,15 @@ def _names_a_note(question: str, nodes) -> bool:
 
 def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None,
                    gate: RefusalGate | None = None) -> AskPipeline:
+    """`llm`: None takes the configured model (`providers.llm_for`); with none configured the
+    offline reader shows the policy text in force."""
     from policydesk.providers import embedding_for, llm_for
-
     from policydesk.providers.local import local_embedding
 
     embed_model = embed_model or embedding_for(settings)
-    if llm is None and not settings.GEMINI_API_KEY and embed_model is local_embedding(settings):
-        # The offline answerer ranks sentences with the model retrieval used, through one
+    llm = llm if llm is not None else llm_for(settings)
+    if llm is None and embed_model is local_embedding(settings):
+        # The offline reader ranks sentences with the model retrieval used, through one
         # RequestEmbedding, so the question is embedded once per request, not twice.
         embed_model = RequestEmbedding(embed_model)
-        llm = llm_for(settings, embed_model)
-    return AskPipeline(db, settings, embed_model, llm or llm_for(settings), today=today, gate=gate)
+    return AskPipeline(db, settings, embed_model, llm, today=today, gate=gate)

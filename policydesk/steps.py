@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
-from policydesk.answer import AnswerWarning, AskResult
-from policydesk.outcomes import Abstained, Compared, Outcome
+from policydesk.answer import SOURCE_WARNINGS, AnswerWarning, AskResult
+from policydesk.outcomes import Abstained, Answered, Compared, Outcome
+from policydesk.storage.chunk_ids import doc_id_of_chunk
 from policydesk.versions.bases import BASIS_KEYS
 
 if TYPE_CHECKING:
@@ -77,9 +78,17 @@ class Steps:
         dates = {} if self.dates is None else {
             b: (self.dates[b].isoformat() if b in self.dates else None) for b in BASIS_KEYS}
         report = self.context.report if self.context else None
+        applied, conflicts = (report.applied, report.conflicts) if report else ([], [])
+        if isinstance(outcome, Answered):  # what the answer shows is about what it cites
+            cited = {c.doc_id for c in outcome.citations}
+            applied = [v for v in applied if v["doc_id"] in cited]
+            conflicts = [c for c in conflicts
+                         if c["policy_doc_id"] in cited or doc_id_of_chunk(c["note_chunk_id"]) in cited]
+            warnings = [w for w in warnings if w.kind not in SOURCE_WARNINGS or not w.doc_ids
+                        or cited & set(w.doc_ids)]
         return AskResult(
             question=self.question, user_name=user_name, role=self.role, outcome=outcome, warnings=warnings,
             redactions=list(self.redactions), degraded=self.screening_degraded or bool(self.retrieved and self.retrieved.degraded),
             dates=dates, line_of_business=self.line_of_business,
-            versions_applied=report.applied if report else [], conflicts=report.conflicts if report else [],
+            versions_applied=applied, conflicts=conflicts,
             context_ids=context_ids, model=model, trace_id=trace_id, prompts=prompts)

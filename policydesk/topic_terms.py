@@ -13,6 +13,8 @@ The terms are the ones the gate and the vocabulary read, from one string per chu
 
 from __future__ import annotations
 
+import re
+
 import logging
 import time
 from collections import Counter
@@ -22,8 +24,15 @@ from itertools import repeat
 
 from sqlalchemy import text
 
-from policydesk.plan_names import labelled_names
 from policydesk.words import STOPWORDS, normalize, run_initials
+
+# "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
+_LABELLED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){1,3})\s+\(([A-Za-z][A-Za-z ]{1,30})\)")
+
+
+def labelled_names(text: str) -> set[tuple[str, str]]:
+    """(name, label) pairs a text writes as "Name (label)"."""
+    return {(m.group(1), m.group(2).strip()) for m in _LABELLED.finditer(text)}
 
 MAX_N = 3
 # A label is stored as name and label joined by a character no text contains.

@@ -44,7 +44,7 @@ from policydesk.access import ACCESS_LEVELS, Clearance
 from policydesk.storage.models import Chunk, DocumentVersion
 from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
-from policydesk.topic_terms import CALL_NOTE, LABEL_SEPARATOR, ngrams, term
+from policydesk.topic_terms import CALL_NOTE, ngrams, term
 from policydesk.vocabulary import Vocabulary
 from policydesk.words import STOPWORDS, normalize
 
@@ -250,9 +250,8 @@ class CorpusTopicGate:
             kinds: dict[str, set[str]] = {"word": set(), "part": set(), "label": set()}
             for r in self._read(_VOCABULARY_SQL, **_params(clearance)):
                 kinds[r.kind].add(r.term)
-            labels = frozenset(tuple(t.split(LABEL_SEPARATOR, 1)) for t in kinds["label"])
             self._vocabularies[key] = Vocabulary(frozenset(kinds["word"] | kinds["part"]),
-                                                 StoredInitials(self._read, clearance), labels)
+                                                 StoredInitials(self._read, clearance))
         return self._vocabularies[key]
 
     def nearest(self, clearance: Clearance, vector) -> tuple[float, float]:

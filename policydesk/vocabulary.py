@@ -26,9 +26,6 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
-from policydesk.answerability import names_a_side
-from policydesk.asked_object import benefit_asked
-from policydesk.plan_names import labelled_names
 from policydesk.words import ACRONYM_MAX, ACRONYM_MIN, STOPWORDS, everyday_words, normalize, run_initials
 
 # Words of how staff phrase a question rather than of what they ask about.
@@ -73,7 +70,6 @@ def _within_one_edit(a: str, b: str) -> bool:
 class Vocabulary:
     words: frozenset[str]  # folded words of every readable title, heading and text
     initials: Container[str]  # initials of runs of 2-5 readable content words ("timely filing limit" -> tfl)
-    labels: frozenset[tuple[str, str]] = frozenset()  # "Northwind Choice (commercial)" as (name, label)
     _sorted: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,14 +96,12 @@ class Vocabulary:
     def of(cls, texts: Iterable[str]) -> "Vocabulary":
         words: set[str] = set()
         initials: set[str] = set()
-        labels: set[tuple[str, str]] = set()
         for text in texts:
-            labels |= labelled_names(text)
             tokens = normalize(text)
             words.update(tokens)
             words.update(part for t in tokens if "-" in t for part in t.split("-") if part)
             initials |= run_initials(tokens)
-        return cls(frozenset(words), frozenset(initials), frozenset(labels))
+        return cls(frozenset(words), frozenset(initials))
 
     def knows(self, word: str) -> bool:
         """The sources use this word, or a form, abbreviation, expansion or misspelling of it."""
@@ -137,10 +131,11 @@ class Vocabulary:
         return any(whole(lower[:i]) and whole(lower[i:]) for i in range(3, len(lower) - 2))
 
 
-# "What does the fraud referral procedure say": the question asks what a document it names says.
+# "What does the fraud referral procedure say", "what is the dispute review procedure": the question
+# names a document; no readable source could be called that unless its words are the sources' own.
 _NAMED_DOCUMENT = re.compile(
     r"\bthe\s+((?:[A-Za-z][\w'-]*\s+){1,4}?)(?:procedure|policy|manual|guide|guidelines?|bulletin|page|memo|faq|"
-    r"article|handbook|playbook|protocol)s?\s+(?:say|says|said|state|states|require|requires|cover|covers)\b", re.I)
+    r"article|handbook|playbook|protocol)s?\b", re.I)
 # A capitalised word inside the question, or one in capitals: a name (another payer, a product, a
 # drug) that no paraphrase stands in for. A month or weekday is part of a date, not a name.
 _NAME = re.compile(r"(?<![.?!:]\s)(?<!^)(?<![.?!:])\b([A-Z][a-z]{2,}|[A-Z]{2,6})\b")
@@ -162,15 +157,11 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
     """The question's words that no readable source uses and that are not everyday English, or that
     say what the question is about however plain they are: the name of a document it asks about
     (no readable source could be called "the fitness referral procedure"), what a passive
-    question's rule happens to ("how quickly must member compliments be reported"), the
-    benefit a coverage or price question asks about ("does the plan cover a gym membership",
-    "is IVF covered") and a name ("Kaiser's filing limit"). A word that names a side of a rule's
-    axis ("OON", "resubmit", "expedited") is a qualifier the answerability check reads, however
-    the sources spell that side, not a subject they must mention."""
+    question's rule happens to ("how quickly must member compliments be reported"), what a
+    when-question asks the time of, and a name ("Kaiser's filing limit")."""
     common = everyday_words()
     naming = {w.lower() for m in _NAMED_DOCUMENT.finditer(question) for w in m.group(1).split()}
     naming |= {m.group(2).lower() for m in _PASSIVE_SUBJECT.finditer(question)}
-    naming |= {w.lower() for w in benefit_asked(question)}
     naming |= {m.group(1).lower() for m in _NAME.finditer(question.strip())} - _CALENDAR_WORDS
     naming |= {m.group(1).lower() for m in _WHEN_SUBJECT.finditer(question)}
     out: list[str] = []
@@ -181,7 +172,7 @@ def unknown_terms(question: str, vocabulary: Vocabulary) -> list[str]:
             continue
         parts = [p for p in lower.split("-") if p]
         everyday = all(p in common or p.removesuffix("s") in common for p in parts)
-        if (everyday and lower not in naming) or _CONTRACTION.match(lower) or names_a_side(word):
+        if (everyday and lower not in naming) or _CONTRACTION.match(lower):
             continue
         # an everyday word is no compound, and what the question is about must be the sources' own word
         run_together = not everyday and lower not in naming and vocabulary.knows_compound(lower)

@@ -10,7 +10,6 @@ from sqlalchemy.orm import Session
 from policydesk.answer import AskRequest
 from policydesk.config import OFFLINE_EMBEDDING_MODEL, OFFLINE_EMBEDDING_MODEL_INT8, Settings, UncalibratedThreshold
 from policydesk.pipeline import AskPipeline, build_pipeline
-from policydesk.providers.extractive import ExtractiveAnswerer
 from policydesk.users import add_user
 
 TODAY = date(2026, 9, 14)
@@ -44,7 +43,7 @@ def test_a_calibrated_gemini_value_or_an_explicit_override_is_used():
 def test_the_pipeline_refuses_to_start_with_an_uncalibrated_embedding_model(embed_model):
     # Before any database, model or network call: the first thing the pipeline checks.
     with pytest.raises(UncalibratedThreshold):
-        AskPipeline(None, _settings(GEMINI_API_KEY="k"), embed_model, ExtractiveAnswerer())
+        AskPipeline(None, _settings(GEMINI_API_KEY="k"), embed_model, None)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +56,7 @@ def thr_user(demo_db):
 def test_the_pipeline_abstains_by_the_active_models_threshold(demo_db, settings, embed_model, thr_user):
     def ask(thresholds: dict) -> object:
         s = settings.model_copy(update={"ABSTAIN_THRESHOLDS": thresholds, "ABSTAIN_MIN_SIMILARITY": None})
-        p = build_pipeline(demo_db, s, embed_model=embed_model, llm=ExtractiveAnswerer(), today=TODAY)
+        p = build_pipeline(demo_db, s, embed_model=embed_model, llm=None, today=TODAY)
         return p.ask(AskRequest(thr_user, QUESTION))
 
     active = settings.embedding_model_name

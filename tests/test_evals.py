@@ -26,10 +26,9 @@ CI_SLICE = [
 @pytest.fixture(scope="module")
 def ci_run(demo_db, settings, embed_model):
     from policydesk.evals.harness import run_eval
-    from policydesk.providers.extractive import ExtractiveAnswerer
 
     golden = load_split("dev").only(CI_SLICE)
-    return run_eval(demo_db, settings, golden, embed_model=embed_model, llm=ExtractiveAnswerer(), k=8,
+    return run_eval(demo_db, settings, golden, embed_model=embed_model, llm=None, k=8,
                     progress=False, do_calibrate=False)
 
 
@@ -116,8 +115,8 @@ def test_results_folder_has_items_summary_and_self_contained_report(ci_run, tmp_
 
     out = write_results(ci_run, tmp_path)
     lines = (out / "items.jsonl").read_text().splitlines()
-    assert len(lines) == 2 * len(CI_SLICE)
-    assert {json.loads(line)["system"] for line in lines} == {"full", "baseline"}
+    assert len(lines) == 3 * len(CI_SLICE)  # full, baseline and the oracle row
+    assert {json.loads(line)["system"] for line in lines} == {"full", "baseline", "oracle"}
     assert "Leak matrix" in (out / "summary.md").read_text()
     report = (out / "report.html").read_text()
     assert "<svg" in report and "<script" not in report and "http" not in report.replace("http://www.w3.org/2000/svg", "")

@@ -15,19 +15,25 @@ from llama_index.core.schema import NodeWithScore
 
 from policydesk.config import Settings
 from policydesk.ingest.chunks import make_node
-from policydesk.providers import is_extractive, llm_for
+from policydesk.providers import llm_for
 from policydesk.providers.gemini import RetryingGoogleGenAI, gemini_llm
 from policydesk.synthesis.synthesizer import TIMEOUT_REASON, CitedAnswerSynthesizer
 from policydesk.tracing import cost_usd
 
-V2_ID = "POL-TF:v2:filing-limit"
-V2_TEXT = "Providers must submit claims within 90 days of the date of service."
+from tests.stored_chunks import V2_ID, V2_QUOTE as V2_TEXT, rep_chunks
 QUESTION = "How long do providers have to file a claim?"
 GOOD = json.dumps({
-    "answerable": True,
+    "answers": "yes",
     "answer": "Timely Filing of Claims, version 2: providers have 90 days from the date of service.",
-    "claims": [{"text": V2_TEXT, "citations": [V2_ID]}],
+    "claims": [{"text": V2_TEXT, "quotes": [{"chunk_id": V2_ID, "text": V2_TEXT}]}],
 })
+CHUNKS = None
+
+
+@pytest.fixture(autouse=True)
+def _stored_chunks(demo_db):
+    global CHUNKS
+    CHUNKS = rep_chunks(demo_db)
 
 
 def v2() -> NodeWithScore:
@@ -71,22 +77,22 @@ class StubGemini:
 
 
 @pytest.fixture
-def settings(monkeypatch) -> Settings:
+def gsettings(monkeypatch) -> Settings:
     for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         monkeypatch.delenv(var, raising=False)
     return Settings(GEMINI_API_KEY="test-key", PROVIDER_TIMEOUT_SECONDS=7, PROVIDER_MAX_RETRIES=2,
                     ENVIRONMENT="test", _env_file=None)
 
 
-def synthesizer(settings: Settings, stub: StubGemini) -> CitedAnswerSynthesizer:
-    llm = gemini_llm(settings, httpx_client=httpx.Client(transport=httpx.MockTransport(stub)), backoff_seconds=0)
-    return CitedAnswerSynthesizer(llm=llm)
+def synthesizer(gsettings: Settings, stub: StubGemini) -> CitedAnswerSynthesizer:
+    llm = gemini_llm(gsettings, httpx_client=httpx.Client(transport=httpx.MockTransport(stub)), backoff_seconds=0)
+    return CitedAnswerSynthesizer(llm=llm, chunks=CHUNKS)
 
 
-def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instruction(settings):
+def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instruction(gsettings):
     stub = StubGemini(gemini_reply(GOOD))
     notes = ["Version resolved for date of service 2026-02-01"]
-    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()], notes)
+    outcome = synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()], notes)
     assert outcome.answer is not None and outcome.model == "gemini-2.5-flash"
     assert len(stub.requests) == 1
     request = stub.requests[0]
@@ -96,7 +102,7 @@ def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instructio
     config = body["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     assert set(config["responseSchema"]["properties"]) == {
-        "answerable", "answer", "claims", "insufficient_evidence_reason"
+        "answers", "condition", "answer", "claims", "reason"
     }
     system_text = " ".join(p["text"] for p in body["systemInstruction"]["parts"])
     assert V2_TEXT not in system_text and V2_ID not in system_text
@@ -105,17 +111,17 @@ def test_request_asks_for_schema_json_and_keeps_sources_out_of_system_instructio
     assert f'<source id="{V2_ID}"' in user_text and V2_TEXT in user_text and QUESTION in user_text
 
 
-def test_timeout_setting_reaches_each_request(settings):
+def test_timeout_setting_reaches_each_request(gsettings):
     stub = StubGemini(gemini_reply(GOOD))
-    synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
+    synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()])
     request = stub.requests[0]
     assert request.extensions["timeout"]["read"] == 7.0
     assert request.headers["x-server-timeout"] == "7"
 
 
-def test_malformed_reply_takes_the_retry_path_then_fails_closed(settings):
+def test_malformed_reply_takes_the_retry_path_then_fails_closed(gsettings):
     stub = StubGemini(gemini_reply("The limit is 90 days."), gemini_reply("still not json"))
-    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
+    outcome = synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()])
     assert len(stub.requests) == 2 and len(outcome.attempts) == 2
     assert outcome.answer is None
     assert outcome.abstain_reason == (
@@ -127,72 +133,71 @@ def test_malformed_reply_takes_the_retry_path_then_fails_closed(settings):
     assert retry_contents[1]["parts"][0]["text"] == "The limit is 90 days."
 
 
-def test_read_timeout_fails_closed_at_once(settings):
+def test_read_timeout_fails_closed_at_once(gsettings):
     stub = StubGemini(httpx.ReadTimeout, gemini_reply(GOOD))
-    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
+    outcome = synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()])
     assert outcome.answer is None and outcome.abstain_reason == TIMEOUT_REASON
     assert len(stub.requests) == 1 and outcome.attempts[0]["error"].startswith("ReadTimeout")
 
 
-def test_quota_error_is_retried_with_backoff_then_answers(settings):
+def test_quota_error_is_retried_with_backoff_then_answers(gsettings):
     # Regression: GoogleGenAI's own retry compares ClientError.status ("RESOURCE_EXHAUSTED")
     # with 429, so it never retried quota errors.
     stub = StubGemini(quota_exhausted(), gemini_reply(GOOD))
-    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
+    outcome = synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()])
     assert outcome.answer is not None and len(stub.requests) == 2
 
 
-def test_quota_still_exhausted_after_retries_fails_closed(settings):
-    stub = StubGemini(*(quota_exhausted() for _ in range(settings.PROVIDER_MAX_RETRIES + 1)))
-    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
-    assert len(stub.requests) == settings.PROVIDER_MAX_RETRIES + 1
+def test_quota_still_exhausted_after_retries_fails_closed(gsettings):
+    stub = StubGemini(*(quota_exhausted() for _ in range(gsettings.PROVIDER_MAX_RETRIES + 1)))
+    outcome = synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()])
+    assert len(stub.requests) == gsettings.PROVIDER_MAX_RETRIES + 1
     assert outcome.answer is None
     assert outcome.abstain_reason == (
         "The model provider returned an error (ClientError 429); no answer was given."
     )
 
 
-def test_cost_is_computed_from_usage_metadata(settings):
+def test_cost_is_computed_from_usage_metadata(gsettings):
     stub = StubGemini(gemini_reply(GOOD, prompt_tokens=1200, candidates=250, thoughts=50))
-    outcome = synthesizer(settings, stub).synthesize_outcome(QUESTION, [v2()])
+    outcome = synthesizer(gsettings, stub).synthesize_outcome(QUESTION, [v2()])
     assert (outcome.tokens_in, outcome.tokens_out) == (1200, 300)  # thinking tokens bill as output
-    assert cost_usd(outcome.tokens_in, outcome.tokens_out, settings) == pytest.approx(
+    assert cost_usd(outcome.tokens_in, outcome.tokens_out, gsettings) == pytest.approx(
         1200 * 0.30 / 1e6 + 300 * 2.50 / 1e6
     )
-    priced = settings.model_copy(update={"PRICE_INPUT_PER_MTOK": 1.0, "PRICE_OUTPUT_PER_MTOK": 10.0})
+    priced = gsettings.model_copy(update={"PRICE_INPUT_PER_MTOK": 1.0, "PRICE_OUTPUT_PER_MTOK": 10.0})
     assert cost_usd(1_000_000, 100_000, priced) == pytest.approx(2.0)
 
 
-def test_async_path_uses_the_same_wiring(settings):
+def test_async_path_uses_the_same_wiring(gsettings):
     stub = StubGemini(gemini_reply("nope"), gemini_reply(GOOD))
 
     async def handler(request: httpx.Request) -> httpx.Response:
         await request.aread()
         return stub(request)
 
-    llm = gemini_llm(settings, httpx_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    llm = gemini_llm(gsettings, httpx_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
                      backoff_seconds=0)
-    outcome = asyncio.run(CitedAnswerSynthesizer(llm=llm).asynthesize_outcome(QUESTION, [v2()]))
+    outcome = asyncio.run(CitedAnswerSynthesizer(llm=llm, chunks=CHUNKS).asynthesize_outcome(QUESTION, [v2()]))
     assert outcome.answer is not None and len(stub.requests) == 2
     assert stub.body(0)["generationConfig"]["responseMimeType"] == "application/json"
 
 
-def test_llm_for_with_a_key_builds_gemini_without_calling_the_network(settings):
-    llm = llm_for(settings)  # constructing must not fetch model metadata
-    assert isinstance(llm, RetryingGoogleGenAI) and not is_extractive(llm)
-    assert llm.max_retries == 0 and llm.quota_retries == settings.PROVIDER_MAX_RETRIES
+def test_llm_for_with_a_key_builds_gemini_without_calling_the_network(gsettings):
+    llm = llm_for(gsettings)  # constructing must not fetch model metadata
+    assert isinstance(llm, RetryingGoogleGenAI)
+    assert llm.max_retries == 0 and llm.quota_retries == gsettings.PROVIDER_MAX_RETRIES
 
 
-def test_providers_say_what_they_are_and_a_model_name_decides_nothing(settings):
+def test_providers_say_what_they_are_and_a_model_name_decides_nothing(gsettings):
     from llama_index.core.llms import MockLLM
 
     from policydesk.providers import is_priced, provider_kind
-    from policydesk.providers.extractive import ExtractiveAnswerer
     from policydesk.tracing import request_cost
 
-    gemini, offline = llm_for(settings), ExtractiveAnswerer()
-    assert (provider_kind(gemini), is_priced(gemini), is_extractive(gemini)) == ("gemini", True, False)
-    assert (provider_kind(offline), is_priced(offline), is_extractive(offline)) == ("extractive", False, True)
+    gemini = llm_for(gsettings)
+    assert (provider_kind(gemini), is_priced(gemini)) == ("gemini", True)
+    assert llm_for(gsettings.model_copy(update={"GEMINI_API_KEY": None})) is None  # no model: the offline reader
 
     class NamedLikeBoth(MockLLM):  # an extension's LLM whose name happens to read like ours
         @property
@@ -201,6 +206,6 @@ def test_providers_say_what_they_are_and_a_model_name_decides_nothing(settings):
 
     lookalike = NamedLikeBoth()
     assert lookalike.metadata.model_name == "gemini-extractive-offline"
-    assert (provider_kind(lookalike), is_priced(lookalike), is_extractive(lookalike)) == ("other", False, False)
-    assert request_cost(is_priced(lookalike), 1200, 300, settings) == 0.0
-    assert request_cost(is_priced(gemini), 1200, 300, settings) == pytest.approx(cost_usd(1200, 300, settings))
+    assert (provider_kind(lookalike), is_priced(lookalike)) == ("other", False)
+    assert request_cost(is_priced(lookalike), 1200, 300, gsettings) == 0.0
+    assert request_cost(is_priced(gemini), 1200, 300, gsettings) == pytest.approx(cost_usd(1200, 300, gsettings))

@@ -51,7 +51,7 @@ def test_an_ask_fires_retrieval_events_and_the_trace_keeps_what_they_carried(pip
     # (version resolution swaps a retrieved section for its applicable version; chunk ids DOC:vN:KEY).
     section = lambda chunk_id: (chunk_id.split(":")[0], chunk_id.split(":", 2)[2])  # noqa: E731
     assert {section(c) for c in result.context_ids} <= {section(r) for r in seen["retrieved_ids"]}
-    assert seen["llm_calls"] == len(row["attempts"]) == 1
+    assert seen["llm_calls"] == len(row["attempts"]) == 0  # no model configured: the policy text is shown
     # Timed by the spans LlamaIndex opens; the rest by the pipeline.
     assert {"retrieval", "version_resolution", "synthesis", "resolve_role", "refusal_gate"} <= set(row["stage_ms"])
 

@@ -204,10 +204,12 @@ def test_nothing_above_clearance_or_of_another_product_reaches_results_or_prompt
             assert not set(result.context_ids) & forbidden
             assert not {c.chunk_id for c in result.citations} & forbidden
             # Text only a forbidden chunk holds (two editions may share a sentence word for word).
-            assert result.prompts or not result.answerable, (role, product, q)
+            # What reached a model, or (no model) the policy text shown.
+            shown = result.prompts + [p.text for p in result.passages]
+            assert shown or not result.answerable, (role, product, q)
             hidden = {facts[n][3] for n in forbidden} - {t for n, (*_, t) in facts.items() if n not in forbidden}
-            for prompt in result.prompts:
-                assert not [t for t in hidden if t in prompt], (role, product, q)
+            for text_ in [*shown, result.answer]:
+                assert not [t for t in hidden if t in text_], (role, product, q)
 
 
 def test_replay_and_trace_carry_the_product(pipeline, asker, demo_db):

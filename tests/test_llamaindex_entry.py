@@ -112,7 +112,7 @@ def test_doc_example_synthesizer_in_a_retriever_query_engine(configured):
     assert "180 days" in response.response and "90 days" not in response.response
     cited = {c["chunk_id"] for c in response.metadata["citations"]}
     assert cited == {n.node.node_id for n in response.source_nodes}
-    assert list(ns["engine"].get_prompts()) == ["response_synthesizer:cited_answer_prompt"]
+    assert isinstance(ns["synthesizer"], policydesk.PolicyTextSynthesizer)  # no model configured here
 
 
 def test_doc_example_custom_postprocessor_runs_inside_the_guarded_stack(configured):
@@ -199,6 +199,17 @@ def test_bare_arms_return_both_versions_the_safe_retriever_only_the_one_in_force
         assert all(len(versions(nodes, d)) == 1 for d in docs)  # never two versions of one policy
 
 
+def test_safe_retriever_refuses_a_hand_built_clearance_wider_than_the_role(demo_db, settings, embed_model):
+    import dataclasses
+
+    wider = dataclasses.replace(clearance_for("rep"), levels=clearance_for("compliance").levels, sensitive=True)
+    with pytest.raises(TypeError, match="hand-built"):
+        policydesk.PolicyRetriever(demo_db, embed_model, settings, clearance=wider, dates=None)
+    made_up = dataclasses.replace(clearance_for("rep"), role="auditor")
+    with pytest.raises(TypeError, match="hand-built"):
+        policydesk.PolicyRetriever(demo_db, embed_model, settings, clearance=made_up, dates=None)
+
+
 def test_safe_retriever_refuses_to_be_built_without_a_clearance(demo_db, settings, embed_model):
     for missing in (None, "rep", {"role": "rep"}):
         with pytest.raises(TypeError, match="needs the caller's Clearance"):
@@ -266,7 +277,8 @@ def _composed_blob(demo_db, settings, pipeline, clearance) -> str:
     retriever = policydesk.PolicyRetriever(demo_db, pipeline.embed_model, settings, clearance=clearance,
                                            dates=None, today=WEB_TODAY)
     engine = RetrieverQueryEngine(retriever=retriever,
-                                  response_synthesizer=policydesk.CitedAnswerSynthesizer(llm=pipeline.llm))
+                                  response_synthesizer=policydesk.PolicyTextSynthesizer(
+                                      pipeline.embed_model, chunks=retriever.chunks))
     out = []
     for question in PROBES:
         nodes = retriever.retrieve(QueryBundle(question))

@@ -46,12 +46,35 @@ def test_timely_filing_without_date_is_90_days_version_2_with_recent_change(pipe
     tf = [c for c in r.citations if c.doc_id == "POL-TF"]
     assert tf and {c.version for c in tf} == {2}
     assert any(w.kind == "recent_change" and "2024-01-01" in w.message and "2025-12-31" in w.message for w in r.warnings)
-    assert any(w.kind == "extractive" for w in r.warnings)
+    assert any(w.kind == "policy_text" for w in r.warnings)
     row = _trace(demo_db, r.trace_id)
     assert row["kind"] == "ask" and row["user_role"] == "rep" and row["permitted_levels"] == ["public", "internal"]
     assert row["answer_text"] == r.answer and row["chunk_ids"] == r.context_ids
     assert all(len(c["text_sha256"]) == 64 for c in row["citations"])
     assert row["dates"] == {"date_of_service": None, "denial_notice_date": None}
+
+
+@pytest.mark.parametrize("question", [
+    "What is the timely filing limit for submitting a claim?",
+    "how long do we have to send in a claim",
+    "timely filing?",
+])
+def test_plain_rephrasings_of_the_walkthrough_show_the_rule_in_force(pipeline, question):
+    # The walkthrough holds however a rep words it: version 2 (90 days) today, version 1 (180 days)
+    # for a 2025 date of service; the policy text shown holds the value.
+    for dates, version, value in (({}, 2, "90 days"), ({"date_of_service": "2025-11-03"}, 1, "180 days")):
+        r = pipeline.ask(AskRequest("p_rep", question, dates=dates))
+        assert r.answerable, (question, dates, r.abstain_reason)
+        assert {(c.doc_id, c.version) for c in r.citations} == {("POL-TF", version)}
+        assert any(value in p.text for p in r.passages) and r.answer in " ".join(p.text for p in r.passages)
+
+
+def test_an_over_long_question_from_a_python_entry_point_is_rejected_and_traced_without_its_text(
+        pipeline, demo_db, settings):
+    question = "What is the timely filing limit? " + "x" * settings.MAX_QUESTION_CHARS
+    r = pipeline.ask(AskRequest("p_rep", question))
+    assert r.error_code == "rejected" and not r.answerable
+    assert "x" * 50 not in json.dumps(dict(_trace(demo_db, r.trace_id)), default=str)
 
 
 def test_timely_filing_with_2025_date_of_service_is_180_days_version_1(pipeline):

@@ -11,15 +11,15 @@ import pytest
 
 from policydesk.synthesis.postflight import ACTION_ORDER, check_draft, combine
 from policydesk.answer import Claim
-from policydesk.synthesis.schema import ModelAnswer
+from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 
 V2_ID = "POL-TF:v2:filing-limit"
 ACTIONS = ("allow", "abstain", "refuse")
 
 
 def draft(answer="Providers have 90 days from the date of service.", citations=(V2_ID,), answerable=True):
-    return ModelAnswer(answerable=answerable, answer=answer,
-                       claims=[Claim(text="Claims are due within 90 days.", citations=list(citations))])
+    return ModelAnswer(answers="yes" if answerable else "no", answer=answer, claims=[ModelClaim(
+        text="Claims are due within 90 days.", quotes=[ModelQuote(chunk_id=c, text="90 days") for c in citations])])
 
 
 def test_cited_answer_is_allowed():
@@ -28,7 +28,7 @@ def test_cited_answer_is_allowed():
 
 
 def test_unanswerable_draft_abstains():
-    verdict = check_draft(ModelAnswer(answerable=False, answer="", insufficient_evidence_reason="Not covered."))
+    verdict = check_draft(ModelAnswer(answers="no", answer="", reason="Not covered."))
     assert verdict == type(verdict)("abstain", ["Not covered."])
 
 
@@ -42,8 +42,18 @@ def test_claim_decision_language_refuses():
     assert verdict.action == "refuse" and "your claim is approved" in verdict.reasons[0]
 
 
+def test_a_policys_own_decision_words_quoted_verbatim_are_the_rule_not_a_decision():
+    policy = "Filing Limit\nA claim received more than 90 days after the date of service is denied as untimely."
+    quoted = draft(answer="A claim received more than 90 days after the date of service is denied as untimely.")
+    quoted.claims[0].text = quoted.answer
+    assert check_draft(quoted, [policy]).action == "allow"
+    # The same words in the model's own sentence about this claim are still a decision.
+    own = draft(answer="Your claim is denied as untimely.")
+    assert check_draft(own, [policy]).action == "refuse"
+
+
 def test_refusal_outranks_abstaining_and_keeps_both_reasons():
-    unanswerable = ModelAnswer(answerable=False, answer="We will pay it.", insufficient_evidence_reason="Not covered.")
+    unanswerable = ModelAnswer(answers="no", answer="We will pay it.", reason="Not covered.")
     verdict = check_draft(unanswerable)
     assert verdict.action == "refuse" and verdict.reasons[1:] == ["Not covered."] and len(verdict.reasons) == 2
 

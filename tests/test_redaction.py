@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from policydesk.pipeline import AskRequest, build_pipeline
 from policydesk.refusal import RefusalGate
 from policydesk.users import add_user
+from tests.stored_chunks import DecliningLLM
 
 TODAY = date(2026, 11, 29)
 # A format no built-in detector knows (letters only, no digits), declared as the plan's own.
@@ -37,10 +38,11 @@ def test_identifier_the_gate_misses_is_redacted_in_prompt_and_trace(demo_db, set
     # redaction layer alone must keep it from the model and the trace.
     plan_settings = settings.model_copy(update={"PLAN_ID_PATTERNS": [NEW_FORMAT]})
     blind_gate = RefusalGate(plan_patterns=[NEW_FORMAT], detect_identifiers=False)
-    pipeline = build_pipeline(demo_db, plan_settings, embed_model=embed_model, today=TODAY, gate=blind_gate)
+    pipeline = build_pipeline(demo_db, plan_settings, embed_model=embed_model, today=TODAY, gate=blind_gate,
+                              llm=DecliningLLM())  # a model, so there is a prompt to check
     question = f"For the member with card {MEMBER_CARD}, what is the timely filing limit?"
     r = pipeline.ask(AskRequest(user, question))
-    assert not r.refused and not r.abstained, r.abstain_reason or r.refusal_message
+    assert not r.refused, r.refusal_message
     assert r.prompts, "the question reached the model"
     assert all(MEMBER_CARD not in p for p in r.prompts)
     assert any("[ID]" in p for p in r.prompts)
@@ -52,7 +54,7 @@ def test_identifier_the_gate_misses_is_redacted_in_prompt_and_trace(demo_db, set
 
 
 def test_uncued_identifier_passes_the_gate_but_not_into_prompt_or_trace(demo_db, settings, embed_model, user):
-    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY, llm=DecliningLLM())
     token = "7QX-4410-882B"
     r = pipeline.ask(AskRequest(user, f"what's the timely filing limit on {token}?"))
     assert not r.refused, r.refusal_message
@@ -65,7 +67,7 @@ def test_uncued_identifier_passes_the_gate_but_not_into_prompt_or_trace(demo_db,
 def test_identifier_shapes_test_v5_let_through_the_gate_are_redacted(demo_db, settings, embed_model, user, token):
     # Two identifiers the gate passed on the frozen test_v5 split, in new sentences: an underscore
     # as separator (once missed by redaction too) and a number after a cue the rules do not list.
-    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY)
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=TODAY, llm=DecliningLLM())
     r = pipeline.ask(AskRequest(user, f"record locator {token} came up, how fast must an ER admission be reported?"))
     assert not r.refused, r.refusal_message
     assert r.prompts and all(token not in p for p in r.prompts)

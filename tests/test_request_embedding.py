@@ -9,7 +9,7 @@ import pytest
 
 from policydesk.answer import AskRequest
 from policydesk.pipeline import RequestEmbedding, build_pipeline
-from policydesk.providers import llm_for
+from policydesk.pipeline import AskPipeline
 from tests.conftest import WEB_TODAY
 
 QUESTIONS = [
@@ -50,15 +50,14 @@ def test_the_default_pipeline_shares_one_embedding_between_retrieval_and_the_ans
     shared = build_pipeline(demo_db, settings, embed_model=embed_model, today=WEB_TODAY)
     assert isinstance(shared.embed_model, RequestEmbedding)
     assert shared.embed_model.inner is embed_model
-    assert shared.llm.embed_model is shared.embed_model
+    assert shared.llm is None and shared.reader._model is shared.embed_model
 
 
 @pytest.mark.parametrize("question,dates", QUESTIONS)
 def test_a_reused_question_vector_gives_the_same_answer_retrieval_and_citations(
         demo_db, settings, embed_model, rep, counted, question, dates):
     shared = build_pipeline(demo_db, settings, embed_model=embed_model, today=WEB_TODAY)
-    separate = build_pipeline(demo_db, settings, embed_model=embed_model, llm=llm_for(settings, embed_model),
-                              today=WEB_TODAY)
+    separate = AskPipeline(demo_db, settings, embed_model, None, today=WEB_TODAY)
     assert not isinstance(separate.embed_model, RequestEmbedding)
 
     counted.clear()

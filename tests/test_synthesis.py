@@ -1,4 +1,6 @@
-"""Prompt layout and the cited-answer synthesizer, against a scripted LLM (no network, no database)."""
+"""Prompt layout and the cited-answer synthesizer, against a scripted LLM (no network). The
+synthesizer re-reads every node under the caller's clearance, so its tests run on the demo
+database and quote its stored text."""
 
 from __future__ import annotations
 
@@ -8,10 +10,9 @@ import json
 from contextlib import contextmanager
 
 import pytest
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata, MessageRole
+from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.bridge.pydantic import Field
-from llama_index.core.llms import CustomLLM
-from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.llms.callbacks import llm_chat_callback
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
 from llama_index.core.instrumentation import get_dispatcher
@@ -38,11 +39,18 @@ from policydesk.synthesis.synthesizer import (
     CitedAnswerSynthesizer,
 )
 from tests.factories import chunk
+from tests.stored_chunks import QUOTES, V1_ID, V2_ID, WIKI_ID, ScriptedLLM, rep_chunks
+from tests.stored_chunks import V2_QUOTE as V2_TEXT
 
-V2_ID = "POL-TF:v2:filing-limit"
-V1_ID = "POL-TF:v1:filing-limit"
-WIKI_ID = "WIKI-CLAIMS:v1:filing-tips"
-V2_TEXT = "Providers must submit claims within 90 days of the date of service."
+CHUNKS = None
+
+
+@pytest.fixture(autouse=True)
+def _stored_chunks(demo_db):
+    global CHUNKS
+    CHUNKS = rep_chunks(demo_db)
+
+
 QUESTION = "How long do providers have to file a claim?"
 
 
@@ -51,39 +59,19 @@ def v2() -> NodeWithScore:
 
 
 def reply(*claims: tuple[str, list[str]], answerable=True, reason=None) -> str:
+    """Each claim quotes, for each id it cites, a sentence of that chunk as stored."""
     return json.dumps({
-        "answerable": answerable,
+        "answers": "yes" if answerable else "no",
         "answer": "Providers have 90 days." if answerable else "",
-        "claims": [{"text": t, "citations": c} for t, c in claims],
-        "insufficient_evidence_reason": reason,
+        "claims": [{"text": t, "quotes": [{"chunk_id": c, "text": QUOTES.get(c, V2_TEXT)} for c in ids]}
+                   for t, ids in claims],
+        "reason": reason,
     })
-
-
-class ScriptedLLM(CustomLLM):
-    """A real LLM subclass that returns (or raises) queued replies and records each prompt."""
-
-    replies: list = Field(default_factory=list)
-    prompts: list = Field(default_factory=list)
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted", is_chat_model=True)
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs) -> CompletionResponse:
-        self.prompts.append(prompt)
-        next_reply = self.replies.pop(0)
-        if isinstance(next_reply, BaseException):
-            raise next_reply
-        return CompletionResponse(text=next_reply)
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs):
-        raise NotImplementedError
 
 
 def synth(*replies) -> tuple[CitedAnswerSynthesizer, ScriptedLLM]:
     llm = ScriptedLLM(replies=list(replies))
-    return CitedAnswerSynthesizer(llm=llm), llm
+    return CitedAnswerSynthesizer(llm=llm, chunks=CHUNKS), llm
 
 
 def retry_turn(prompt: str) -> str:
@@ -131,7 +119,7 @@ def test_in_force_label_shows_last_day_and_open_end():
 def test_valid_reply_is_answered_with_tokens_estimated():
     synthesizer, llm = synth(reply((V2_TEXT, [V2_ID])))
     outcome = synthesizer.synthesize_outcome(QUESTION, [v2()])
-    assert outcome.answer is not None and outcome.answer.claims[0].citations == [V2_ID]
+    assert outcome.answer is not None and outcome.answer.contract_claims()[0].citations == [V2_ID]
     assert outcome.abstain_reason is None and len(outcome.attempts) == 1
     assert outcome.attempts[0]["error"] is None
     assert outcome.tokens_in > 0 and outcome.tokens_out > 0 and outcome.model == "scripted"
@@ -140,7 +128,7 @@ def test_valid_reply_is_answered_with_tokens_estimated():
 def test_citation_not_in_context_retries_naming_the_id_then_succeeds():
     synthesizer, llm = synth(reply((V2_TEXT, ["POL-TF:v9:made-up"])), reply((V2_TEXT, [V2_ID])))
     outcome = synthesizer.synthesize_outcome(QUESTION, [v2()])
-    assert outcome.answer is not None and outcome.answer.claims[0].citations == [V2_ID]
+    assert outcome.answer is not None and outcome.answer.contract_claims()[0].citations == [V2_ID]
     assert len(llm.prompts) == 2 and len(outcome.attempts) == 2
     assert '"POL-TF:v9:made-up"' in retry_turn(llm.prompts[1])
     assert "POL-TF:v9:made-up" in outcome.attempts[0]["error"]
@@ -178,7 +166,7 @@ def test_claim_without_citation_retries():
     synthesizer, llm = synth(reply((V2_TEXT, [])), reply((V2_TEXT, [V2_ID])))
     outcome = synthesizer.synthesize_outcome(QUESTION, [v2()])
     assert outcome.answer is not None and len(llm.prompts) == 2
-    assert "claim 1 had no citations" in retry_turn(llm.prompts[1])
+    assert "claim 1 had no quotes" in retry_turn(llm.prompts[1])
 
 
 def test_answerable_without_claims_retries_then_reason_names_both_problems():
@@ -281,10 +269,12 @@ def test_is_a_base_synthesizer_whose_response_carries_the_cited_nodes_and_the_re
     assert isinstance(response, Response) and response.response == "Providers have 90 days."
     assert [n.node.node_id for n in response.source_nodes] == [V2_ID]  # cited only, not the uncited wiki tip
     meta = response.metadata
-    assert meta["claims"] == [{"text": V2_TEXT, "citations": [V2_ID]}]
+    assert meta["claims"] == [{"text": V2_TEXT, "citations": [V2_ID],
+                               "quotes": [{"chunk_id": V2_ID, "text": V2_TEXT}]}]
+    stored = CHUNKS.read([V2_ID])[V2_ID].get_content()
     assert meta["citations"] == [{"chunk_id": V2_ID, "doc_id": "POL-TF", "title": "Timely Filing of Claims",
                                   "section": "Filing Limit", "version": 2,
-                                  "text_sha256": hashlib.sha256(V2_TEXT.encode()).hexdigest()}]
+                                  "text_sha256": hashlib.sha256(stored.encode()).hexdigest()}]
     assert len(meta["attempts"]) == 2 and "POL-TF:v9:made-up" in meta["attempts"][0]["error"]
     assert meta["abstain_reason"] is None and meta["failed_closed"] is False
     kinds = [type(e).__name__ for e in seen]
@@ -323,7 +313,7 @@ def test_bad_arguments_get_a_clear_error():
 
 def test_prompt_is_exposed_and_swappable_with_sources_kept_in_the_user_turn():
     llm = ChatRecordingLLM(replies=[reply((V2_TEXT, [V2_ID]))])
-    synthesizer = CitedAnswerSynthesizer(llm=llm)
+    synthesizer = CitedAnswerSynthesizer(llm=llm, chunks=CHUNKS)
     prompt = synthesizer.get_prompts()[PROMPT_KEY]
     assert isinstance(prompt, ChatPromptTemplate)
     assert [m.content for m in prompt.format_messages(**prompt_variables(QUESTION, [v2()]))] == \

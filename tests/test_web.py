@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import uuid
 from datetime import date
 
@@ -130,7 +132,15 @@ def test_ask_without_date_answers_from_current_version(clients, walkthrough_trac
     assert "Timely Filing of Claims · version 2 · in force 2026-01-01 → open" in text_of(r.text, "answer-window")
     assert "No date entered" in text_of(r.text, "answer-dates")
     assert "version 2 · in force 2026-01-01 → open" in text_of(r.text, "cite-version")
-    assert "Extractive answerer" in text_of(r.text, "warnings")
+    assert "Policy text, not a written answer" in text_of(r.text, "warnings")
+    # No model here: the passage in force is shown under its label, the sentence that answers marked,
+    # and its sentences are not repeated as claims.
+    assert "Filing Limit · version 2" in text_of(r.text, "passage-source")
+    passage = text_of(r.text, "passage-text")
+    assert "within 90 days of the date of service" in passage and "cannot override" in passage
+    marked = re.findall(r"<mark>(.*?)</mark>", r.text, re.S)
+    assert marked and all(m in passage for m in marked) and any("90 days" in m for m in marked)
+    assert not by_class(r.text, "claims")
     # the timeline shows both versions of the policy, the current one cited and applying today
     assert by_class(r.text, "timeline")
     cited = by_class(r.text, "tl-seg")

@@ -33,12 +33,26 @@ from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionRes
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.chunk_ids import doc_id_of
+from policydesk.access import UnknownRoleError, clearance_for
 from policydesk.storage.clearance import Clearance
+from policydesk.storage.guard_read import CallerChunks
 from policydesk.versions import VersionLookup
 
 MISSING_CLEARANCE = ("PolicyRetriever needs the caller's Clearance (policydesk.access.clearance_for(role), or "
                      "policydesk.retriever(user) to read it from the user's stored role); got {got}. Without one "
                      "nothing limits what it ranks.")
+
+
+HAND_BUILT_CLEARANCE = ("PolicyRetriever takes a Clearance only as policydesk.access.clearance_for({role!r}) grants "
+                        "it (optionally limited to a product); a hand-built one is refused. policydesk.retriever(user) "
+                        "reads it from the user's stored role.")
+
+
+def _granted(clearance: Clearance) -> Clearance | None:
+    try:
+        return clearance_for(clearance.role).for_product(clearance.line_of_business)
+    except UnknownRoleError:
+        return None
 
 
 class PolicyRetriever(ThreadedRetriever):
@@ -51,7 +65,10 @@ class PolicyRetriever(ThreadedRetriever):
         before the last guard pass (a mapping names them in the trace and the guard's log)."""
         if not isinstance(clearance, Clearance):
             raise TypeError(MISSING_CLEARANCE.format(got=type(clearance).__name__))
+        if clearance != _granted(clearance):  # hand-built: wider (or other) than any role's grant
+            raise TypeError(HAND_BUILT_CLEARANCE.format(role=clearance.role))
         self.clearance = clearance
+        self.chunks = CallerChunks(db.app, clearance)  # for the synthesizer: re-reads nodes under this clearance
         self.dates = entered_dates(dates)
         self._db, self._embed_model, self._settings = db, embed_model, settings
         self._today = today  # pinned in tests and evals; otherwise read per retrieval

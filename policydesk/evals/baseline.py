@@ -16,7 +16,9 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore
 
 from policydesk.access import clearance_for
+from policydesk.providers.passages import PassageReader
 from policydesk.retrievers import chunk_vector_store
+from policydesk.storage.guard_read import CallerChunks
 from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.predicate import access_filters
 from policydesk.storage.scope import permitted_scope
@@ -40,8 +42,11 @@ class BaselineResult:
 
 class NaiveBaseline:
     def __init__(self, db, embed_model, llm, *, k: int = 8) -> None:
+        """`llm` None: the same offline reader as the full system (the passage per question part)."""
+        self.db = db
         self.index = VectorStoreIndex.from_vector_store(chunk_vector_store(db), embed_model=embed_model)
-        self.synthesizer = CitedAnswerSynthesizer(llm=llm)
+        self.synthesizer = CitedAnswerSynthesizer(llm=llm) if llm is not None else None
+        self.reader = PassageReader(embed_model) if llm is None else None
         self.k = k
 
     def retrieve(self, question: str, role: str) -> list[NodeWithScore]:
@@ -61,14 +66,22 @@ class NaiveBaseline:
         out.best_similarity = max((n.score or 0.0 for n in nodes), default=None)
         notes = date_notes(dates)
         out.prompts = [render_user_turn(question, nodes, notes)]
-        outcome = self.synthesizer.synthesize_outcome(question, nodes, notes)
-        if outcome.answer is None or not outcome.answer.answerable:
-            out.abstain_reason = outcome.abstain_reason or "not answerable"
-            return out
         by_id = {n.node.node_id: n for n in nodes}
-        out.answered = True
-        out.answer = outcome.answer.answer
-        out.cited_ids = list(dict.fromkeys(cid for c in outcome.answer.claims for cid in c.citations))
+        if self.reader is not None:
+            passages = self.reader.read(question, nodes)
+            if not passages:
+                out.abstain_reason = "no passage"
+                return out
+            out.answered, out.answer = True, " ".join(p.marked_text for p in passages)
+            out.cited_ids = list(dict.fromkeys(p.chunk_id for p in passages))
+        else:
+            chunks = CallerChunks(self.db.app, clearance_for(role))
+            outcome = self.synthesizer.synthesize_outcome(question, nodes, notes, chunks=chunks)
+            if outcome.answer is None:
+                out.abstain_reason = outcome.abstain_reason or "not answerable"
+                return out
+            out.answered, out.answer = True, outcome.answer.answer
+            out.cited_ids = list(dict.fromkeys(q.chunk_id for c in outcome.answer.claims for q in c.quotes))
         for cid in out.cited_ids:
             node = by_id.get(cid)
             if node is None:

@@ -25,7 +25,10 @@ from policydesk.evals.calibrate import calibrate
 from policydesk.evals.golden import Golden, GoldenItem, check_against_db, load_golden
 from policydesk.evals.grader import grade_groundedness, live_provider
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix, UnscopedDenseRetriever, leak_control
+from policydesk.evals.oracle import OracleSynthesizer
 from policydesk.evals.records import EvalRun, ItemRecord, summarize
+
+OFFLINE_MODEL_NAME = "policy-text-offline"  # no model: the offline reader shows the passages in force
 from policydesk.evals.report import render_html, render_summary_md
 
 EVAL_USER_PREFIX = "eval-"
@@ -72,6 +75,7 @@ def _full_record(pipeline, item: GoldenItem, role: str, user: str) -> tuple[Item
     rec.cited_ids = [c.chunk_id for c in result.citations]
     rec.cited_versions = [(c.doc_id, int(c.version)) for c in result.citations]
     rec.answer = result.answer or ""
+    rec.shown = " ".join([rec.answer, *(p.text for p in result.passages)])
     rec.refused, rec.refusal_reason = result.refused, result.refusal_code
     rec.abstained, rec.abstain_reason = result.abstained, result.abstain_reason
     rec.degraded, rec.error = result.degraded, result.error
@@ -109,14 +113,12 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
              retry_fallbacks: bool = False, progress: bool = True, leak_matrix: bool = True,
              repeats: int = 1, do_calibrate: bool = True, corpus: str | None = None) -> EvalRun:
     from policydesk.pipeline import AskPipeline
-    from policydesk.providers import is_extractive
-
     t0 = time.perf_counter()
     if not isinstance(golden, Golden):
         golden = load_golden(golden)
     check_against_db(golden, db)
     users = ensure_eval_users(db)
-    live = live_provider(settings) and not is_extractive(llm)
+    live = live_provider(settings) and llm is not None
     from policydesk.evals.calibrate import stored_threshold
 
     threshold = stored_threshold(settings)
@@ -125,8 +127,8 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
         golden_path=str(golden.path) if golden.path else None,
         split=golden.meta.get("split"), golden_files=list(golden.meta.get("files", [])), abstain_threshold=threshold,
         reference_date=golden.reference_date.isoformat() if golden.reference_date else None,
-        k=k, model=llm.metadata.model_name, embedding=type(embed_model).__name__,
-        extractive=is_extractive(llm), items=list(golden.items), repeats=repeats if live else 1, corpus=corpus,
+        k=k, model=llm.metadata.model_name if llm is not None else OFFLINE_MODEL_NAME,
+        embedding=type(embed_model).__name__, extractive=llm is None, items=list(golden.items), repeats=repeats if live else 1, corpus=corpus,
     )
     if not live:
         run.skipped.append("groundedness grader: skipped (offline; needs a live provider, POLICYDESK_GEMINI_API_KEY)")
@@ -139,6 +141,10 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
     pipeline = AskPipeline(db, eval_settings, embed_model, llm, today=golden.reference_date)
     baseline = NaiveBaseline(db, embed_model, llm, k=k)
     catalog = ChunkCatalog(db)
+    # The oracle row: the same pipeline and checks, drafting the gold answer (evals/oracle.py).
+    oracle = OracleSynthesizer(embed_model)
+    oracle_pipeline = AskPipeline(db, eval_settings, embed_model, oracle.llm, today=golden.reference_date)
+    oracle_pipeline.synthesizer = oracle
 
     for rep in range(run.repeats):
         for item in _progress(golden.items, len(golden.items), f"golden (repeat {rep + 1})", progress):
@@ -156,7 +162,11 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
                     if rec.answered:
                         rec.grounded = grade_groundedness(llm, item.question, rec.answer,
                                                           texts if texts is not None else _cited_texts(catalog, rec))
-            run.records += [full, base]
+            oracle.item = item
+            gold, _ = _full_record(oracle_pipeline, item, item.role, users[item.role])
+            gold.system, gold.gold_in_context = "oracle", oracle.gold_in_context
+            gold.score(item, k)
+            run.records += [full, base, gold]
 
     if leak_matrix:
         pairs = [(item, role) for item in golden.items for role in ROLES]

@@ -16,7 +16,7 @@ from policydesk.evals.leaks import LeakMatrix
 if TYPE_CHECKING:
     from policydesk.evals.calibrate import Calibration
 
-SYSTEMS = ("full", "baseline")
+SYSTEMS = ("full", "baseline", "oracle")
 
 
 @dataclass
@@ -33,7 +33,9 @@ class ItemRecord:
     context_ids: list[str] = field(default_factory=list)
     cited_ids: list[str] = field(default_factory=list)
     cited_versions: list[tuple[str, int]] = field(default_factory=list)
-    answer: str = ""
+    answer: str = ""  # the answer, or (no model) the marked sentences
+    shown: str = ""  # everything shown: the answer and, with no model, the passages around it
+    gold_in_context: bool | None = None  # oracle: an expected chunk was in the context it drafted from
     refused: bool = False
     refusal_reason: str | None = None
     abstained: bool = False
@@ -48,7 +50,8 @@ class ItemRecord:
     mrr: float | None = None
     ndcg: float | None = None
     right_version: bool | None = None
-    key_fact: bool | None = None
+    key_fact: bool | None = None  # in what was shown (the passage, offline)
+    marked_key_fact: bool | None = None  # in the answer itself (the marked sentence, offline)
     versions_match: bool | None = None
     citations_in_context: bool | None = None
     correct_and_cited: bool | None = None
@@ -70,7 +73,8 @@ class ItemRecord:
         self.mrr = M.reciprocal_rank(ranked[:k], item.expected_sections)
         self.ndcg = M.ndcg_at_k(ranked, item.expected_sections, k)
         self.right_version = M.right_version_in_context(ranked, item.expected_version, item.excluded_sources)
-        self.key_fact = self.answered and M.key_facts_present(self.answer, item.expected_key_facts)
+        self.key_fact = self.answered and M.key_facts_present(self.shown or self.answer, item.expected_key_facts)
+        self.marked_key_fact = self.answered and M.key_facts_present(self.answer, item.expected_key_facts)
         self.versions_match = self.answered and M.cited_versions_match(self.cited_versions, item.expected_version,
                                                                        item.excluded_sources)
         self.citations_in_context = self.answered and bool(self.cited_ids) and set(self.cited_ids) <= set(ranked)
@@ -145,6 +149,10 @@ def _system_summary(records: list[ItemRecord], items: dict[str, GoldenItem]) -> 
         "right_version_in_context": M.mean(r.right_version for r in answerable),
         "correct_and_cited": M.mean(r.correct_and_cited for r in answerable),
         "key_fact_only": M.mean(r.key_fact for r in answerable),
+        "marked_key_fact": M.mean(r.marked_key_fact for r in answerable),
+        "answerable_declined": M.mean(r.declined for r in answerable),
+        # oracle: correct drafts shown when the expected chunk was in context (the checks' cost)
+        "shown_with_gold_in_context": M.mean(r.correct_and_cited for r in answerable if r.gold_in_context),
         "refusal_precision": refusal.precision,
         "refusal_recall": refusal.recall,
         "over_refusal_rate": refusal.over_refusal,

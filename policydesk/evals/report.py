@@ -8,8 +8,8 @@ from policydesk.access import ROLES
 from policydesk.evals.golden import BUCKETS
 from policydesk.evals.records import EvalRun, ItemRecord, bucket_score
 
-COLORS = {"full": "#2f6f4f", "baseline": "#b5651d"}
-LABELS = {"full": "full system", "baseline": "naive baseline"}
+COLORS = {"full": "#2f6f4f", "baseline": "#b5651d", "oracle": "#555555"}
+LABELS = {"full": "full system", "baseline": "naive baseline", "oracle": "oracle draft"}
 
 
 def pct(x: float | None) -> str:
@@ -34,6 +34,9 @@ METRIC_ROWS = [
     ("Recall@k", "recall_at_k", num), ("MRR", "mrr", num), ("nDCG@k", "ndcg_at_k", num),
     ("Right version in context", "right_version_in_context", pct),
     ("Correct and cited", "correct_and_cited", pct), ("Key fact only", "key_fact_only", pct),
+    ("Key fact in the marked sentence / answer", "marked_key_fact", pct),
+    ("Answerable declined", "answerable_declined", pct),
+    ("Shown, gold chunk in context (oracle)", "shown_with_gold_in_context", pct),
     ("Refusal precision", "refusal_precision", pct), ("Refusal recall", "refusal_recall", pct),
     ("Over-refusal rate", "over_refusal_rate", pct),
 ]
@@ -51,14 +54,14 @@ def render_summary_md(run: EvalRun) -> str:
         + f" ({len(run.items)} items), reference date {run.reference_date}, k={run.k}",
         "- Abstain threshold: " + ("none applied (not calibrated for this embedding model)" if run.abstain_threshold is None
                                    else f"{run.abstain_threshold} (stored for this embedding model; calibrated on dev)"),
-        f"- Model: `{run.model}`{' (offline extractive answerer)' if run.extractive else ''}; embeddings: {run.embedding}",
+        f"- Model: `{run.model}`{' (no model: the policy text in force, its likely sentence marked)' if run.extractive else ''}; embeddings: {run.embedding}",
         f"- Elapsed: {run.elapsed_s} s",
     ]
     lines += [f"- {note}" for note in run.skipped]
     lines += ["", "## Overall (answerable items for retrieval and correctness; all items for refusal)", "",
-              "| metric | full system | naive baseline |", "|---|---|---|"]
+              "| metric | full system | naive baseline | oracle draft |", "|---|---|---|---|"]
     for label, key, fmt in METRIC_ROWS:
-        lines.append(f"| {label} | {fmt(o['full'][key])} | {fmt(o['baseline'][key])} |")
+        lines.append(f"| {label} | {fmt(o['full'][key])} | {fmt(o['baseline'][key])} | {fmt(o['oracle'][key])} |")
     if any(o[sys]["grounded"] is not None for sys in o):
         lines.append(f"| Grounded (model-graded) | {pct(o['full']['grounded'])} | {pct(o['baseline']['grounded'])} |")
     lines += ["", "## Per bucket", "",

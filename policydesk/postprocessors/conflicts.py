@@ -104,7 +104,8 @@ class ConflictFlagger(BaseNodePostprocessor):
                 report.conflicts.append(conflict)
                 if note.node.node_id not in flagged:
                     flagged[note.node.node_id] = conflict
-                    report.warnings.append(AnswerWarning(kind="conflict", message=conflict["message"]))
+                    report.warnings.append(AnswerWarning(kind="conflict", message=conflict["message"], doc_ids=[
+                        doc_id_of(note.node), conflict["policy_doc_id"]]))
         if not flagged:
             return nodes
         if self.action == "drop":

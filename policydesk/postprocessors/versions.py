@@ -242,12 +242,12 @@ class VersionResolver(BaseNodePostprocessor):
                     f"{current.title} took effect on {start}; no earlier version exists. If the member's "
                     f"{label} is before {start}, enter it: no version of this policy applied then."
                 )
-            warnings.append(AnswerWarning(kind="recent_change", message=message))
+            warnings.append(AnswerWarning(kind="recent_change", message=message, doc_ids=[current.doc_id]))
         scheduled = sorted((v for v in versions if v.effective_from > self.today), key=lambda v: v.effective_from)
         if scheduled:
             nxt = scheduled[0]
             window = Window.stored(current.effective_from, current.effective_to).format()
-            warnings.append(AnswerWarning(kind="scheduled_change", message=(
+            warnings.append(AnswerWarning(kind="scheduled_change", doc_ids=[current.doc_id], message=(
                 f"{current.title} has a scheduled change: version {nxt.version} takes effect "
                 f"{nxt.effective_from.isoformat()}. This answer uses version {current.version} ({window}). "
                 f"If the member's {label} is on or after {nxt.effective_from.isoformat()}, enter it to get "

@@ -48,3 +48,33 @@ def _statement(dialect: Dialect, clearance: Clearance) -> tuple[str, dict]:
         Chunk.node_id, Chunk.access_level, Chunk.sensitive, Chunk.text, Chunk.metadata_["line_of_business"],
     ).where(Chunk.node_id == any_(array_param("ids")), access_clause(clearance, Chunk))
     return compiled(stmt, dialect, keep=("ids",))
+
+
+class CallerChunks:
+    """The chunks one caller may read, re-read from the store on demand: the synthesizer's source
+    of truth for what it shows the model and checks quotes against, whatever built its context."""
+
+    def __init__(self, engine: Engine, clearance: Clearance) -> None:
+        if not isinstance(clearance, Clearance):
+            raise TypeError(f"CallerChunks needs the caller's Clearance, not {type(clearance).__name__}")
+        self.engine, self.clearance = engine, clearance
+
+    def read(self, chunk_ids: Iterable[str]) -> dict[str, Any]:
+        """Stored text and metadata of the ids the caller may read, as `TextNode`s keyed by id;
+        an id that does not exist or is above the clearance is simply absent."""
+        from llama_index.core.schema import TextNode
+
+        ids = sorted(set(chunk_ids))
+        if not ids:
+            return {}
+        sql, params = _node_statement(self.engine.dialect, self.clearance)
+        [rows] = scoped_reads(self.engine, self.clearance, [(sql, params | {"ids": ids})])
+        return {r[0]: TextNode(id_=r[0], text=r[1], metadata={k: v for k, v in (r[2] or {}).items() if not k.startswith("_")})
+                for r in rows}
+
+
+@lru_cache(maxsize=256)
+def _node_statement(dialect: Dialect, clearance: Clearance) -> tuple[str, dict]:
+    stmt = select(Chunk.node_id, Chunk.text, Chunk.metadata_).where(
+        Chunk.node_id == any_(array_param("ids")), access_clause(clearance, Chunk))
+    return compiled(stmt, dialect, keep=("ids",))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llama_index.core.schema import NodeWithScore
+
 from policydesk.synthesis.schema import ModelAnswer
 
 
@@ -18,6 +20,9 @@ class SynthesisOutcome:
     # True when the model was asked but no answer survived: provider failure or twice-invalid reply
     # (not when the context was empty or the model itself said the sources do not answer).
     failed_closed: bool = False
+    # The nodes the model was shown: those the caller may read, re-read from the store.
+    context: list[NodeWithScore] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # ids handed in that the caller may not read (or none)
 
     @property
     def answered(self) -> bool:

@@ -21,6 +21,7 @@ from typing import Literal
 
 from policydesk.detectors import find_claim_decision_language
 from policydesk.detectors.identifiers import find_identifier_spans
+from policydesk.synthesis.grounding import comparable
 from policydesk.synthesis.schema import ModelAnswer
 
 Action = Literal["allow", "abstain", "refuse"]
@@ -58,18 +59,26 @@ def unsourced_identifier_kinds(text: str, context_texts: Iterable[str] = ()) -> 
     return list(dict.fromkeys(kinds))
 
 
+def _own_words(answer: ModelAnswer, sources: list[str]) -> str:
+    """The answer's text less the parts that are a source's words verbatim: a policy's own
+    "a late claim is denied" is the rule being explained, not a decision on someone's claim."""
+    parts = [answer.answer, *(claim.text for claim in answer.claims)]
+    return "\n".join(p for p in parts if not any(comparable(p) in source for source in sources))
+
+
 def check_draft(answer: ModelAnswer, context_texts: Iterable[str] = ()) -> PostflightVerdict:
     """Refuse an answer that leaks a member identifier (one no context text holds) or announces a
-    claim decision; abstain from one that says the sources do not answer."""
+    claim decision in its own words; abstain from one that says the sources do not answer."""
     refuse: list[str] = []
     abstain: list[str] = []
+    context_texts = list(context_texts)
     text = _answer_text(answer)
     if kinds := unsourced_identifier_kinds(text, context_texts):
         refuse.append(f"The drafted answer contains a member identifier ({', '.join(kinds)}).")
-    if phrases := find_claim_decision_language(text):
+    if phrases := find_claim_decision_language(_own_words(answer, [comparable(t) for t in context_texts])):
         refuse.append(f"The drafted answer announces a claim decision ({'; '.join(phrases)}).")
     if not answer.answerable:
-        abstain.append(answer.insufficient_evidence_reason or "The drafted answer says the sources do not answer.")
+        abstain.append(answer.reason or "The drafted answer says the sources do not answer.")
     if refuse:
         return PostflightVerdict("refuse", refuse + abstain)
     if abstain:

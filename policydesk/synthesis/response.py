@@ -23,12 +23,12 @@ from policydesk.storage.chunk_ids import doc_id_of
 NO_ANSWER_PREFIX = "No answer: "
 
 
-def cited_nodes(outcome: SynthesisOutcome, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-    """The context nodes the answer's claims cite, first citation first (none without an answer)."""
+def cited_nodes(outcome: SynthesisOutcome) -> list[NodeWithScore]:
+    """The context nodes (as stored) the answer's claims quote, first quote first (none without an answer)."""
     if outcome.answer is None:
         return []
-    by_id = {n.node.node_id: n for n in nodes}
-    cited = dict.fromkeys(c for claim in outcome.answer.claims for c in claim.citations)
+    by_id = {n.node.node_id: n for n in outcome.context}
+    cited = dict.fromkeys(q.chunk_id for claim in outcome.answer.claims for q in claim.quotes)
     return [by_id[i] for i in cited if i in by_id]
 
 
@@ -47,7 +47,9 @@ def citation_record(node: NodeWithScore) -> dict[str, Any]:
 def outcome_metadata(outcome: SynthesisOutcome, cited: Sequence[NodeWithScore]) -> dict[str, Any]:
     return {
         "answered": outcome.answered,
-        "claims": [c.model_dump() for c in outcome.answer.claims] if outcome.answer else [],
+        "claims": [c.model_dump() for c in outcome.answer.contract_claims()] if outcome.answer else [],
+        "condition": outcome.answer.condition if outcome.answer else None,
+        "dropped": list(outcome.dropped),
         "citations": [citation_record(n) for n in cited],
         "attempts": [dict(a) for a in outcome.attempts],
         "abstain_reason": outcome.abstain_reason,
@@ -60,7 +62,7 @@ def outcome_metadata(outcome: SynthesisOutcome, cited: Sequence[NodeWithScore]) 
 
 def cited_response(outcome: SynthesisOutcome, nodes: Sequence[NodeWithScore],
                    additional_source_nodes: Sequence[NodeWithScore] | None = None) -> Response:
-    cited = cited_nodes(outcome, nodes)
+    cited = cited_nodes(outcome)
     if outcome.answer is not None:
         text = outcome.answer.answer
     else:

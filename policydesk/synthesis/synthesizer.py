@@ -21,7 +21,7 @@ receives the provider's reply; the sync and async entry points only drive it.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +36,11 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.response_synthesizers import BaseSynthesizer
-from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, QueryType
 from pydantic import ValidationError
 
+from policydesk.storage.guard_read import CallerChunks
+from policydesk.synthesis.grounding import Problem, check
 from policydesk.synthesis.outcome import SynthesisOutcome
 from policydesk.synthesis.prompt import (
     SYSTEM_PROMPT,
@@ -63,12 +65,11 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORE
 
 
 @dataclass(frozen=True)
-class Problem:
-    """Why a reply was rejected: `detail` goes to the model, `summary` into the fail-closed reason."""
+class DraftRequest:
+    """What one model call is asked with: the messages, and the context they render (as stored)."""
 
-    kind: str
-    detail: str
-    summary: str
+    messages: list[ChatMessage]
+    context: list[NodeWithScore]
 
 
 @dataclass(frozen=True)
@@ -82,13 +83,9 @@ def _strip_fences(text: str) -> str:
     return m.group(1) if m else text.strip()
 
 
-def _quoted(ids: Sequence[str]) -> str:
-    return ", ".join(f'"{i}"' for i in ids)
-
-
-def validate_reply(text: str, allowed_ids: Sequence[str]) -> tuple[ModelAnswer | None, Problem | None]:
-    """Parse and check one reply against the ids that were in context: the one place citations
-    are validated (post-flight relies on it)."""
+def validate_reply(text: str, readable: Mapping[str, BaseNode]) -> tuple[ModelAnswer | None, Problem | None]:
+    """Parse one reply and check it against the chunks the caller may read that were in context:
+    the one place a draft is validated (`grounding.check`)."""
     try:
         answer = ModelAnswer.model_validate_json(_strip_fences(text))
     except ValidationError as exc:
@@ -100,30 +97,7 @@ def validate_reply(text: str, allowed_ids: Sequence[str]) -> tuple[ModelAnswer |
         )
     if not answer.answerable:
         return answer, None
-    allowed = set(allowed_ids)
-    unknown = list(dict.fromkeys(c for claim in answer.claims for c in claim.citations if c not in allowed))
-    if unknown:
-        label = "id" if len(unknown) == 1 else "ids"
-        return answer, Problem(
-            "unknown_citation",
-            f"it cited {label} {_quoted(unknown)}, which {'is' if len(unknown) == 1 else 'are'} "
-            "not the id of any source block in this conversation.",
-            f"The model cited a source that was not in context ({label} {', '.join(unknown)})",
-        )
-    uncited = [i + 1 for i, claim in enumerate(answer.claims) if not claim.citations]
-    if uncited:
-        return answer, Problem(
-            "uncited_claim",
-            f"claim {', '.join(map(str, uncited))} had no citations; every claim must cite at least one source id.",
-            "The model made a claim without citing a source",
-        )
-    if not answer.claims or not answer.answer.strip():
-        return answer, Problem(
-            "no_claims",
-            'it said the question was answerable but gave no answer text or no cited claims.',
-            "The model gave an answer without cited claims",
-        )
-    return answer, None
+    return answer, check(answer, readable)
 
 
 def fail_closed_reason(problems: Sequence[Problem]) -> str:
@@ -180,17 +154,30 @@ def token_usage(response: ChatResponse, sent: Sequence[ChatMessage]) -> tuple[in
 PROMPT_KEY = "cited_answer_prompt"  # its name in get_prompts / update_prompts
 
 
-class CitedAnswerSynthesizer(BaseSynthesizer):
-    """Ask the LLM for a `ModelAnswer` over the given nodes; validate; retry once; fail closed."""
+MISSING_CHUNKS = ("CitedAnswerSynthesizer needs the caller's chunks (chunks=policydesk.retriever(user).chunks, or "
+                  "CallerChunks(engine, clearance)): it re-reads every node it is given under the caller's clearance "
+                  "before the model sees it, whatever assembled the context.")
 
-    def __init__(self, llm: LLM, *, system_prompt: str = SYSTEM_PROMPT, prompt: BasePromptTemplate | None = None,
-                 max_attempts: int = 2, llm_kwargs: dict[str, Any] | None = None,
-                 callback_manager: CallbackManager | None = None) -> None:
+
+class CitedAnswerSynthesizer(BaseSynthesizer):
+    """Ask the LLM for a `ModelAnswer` over the given nodes; check it; retry once; fail closed.
+
+    The last gate: every node handed in is re-read from the store under the caller's clearance
+    (`chunks`), and only what the caller may read, with its stored text and metadata, reaches
+    the prompt and the checks. A node that does not exist or is above the clearance is dropped.
+    """
+
+    def __init__(self, llm: LLM, *, chunks: CallerChunks | None = None, system_prompt: str = SYSTEM_PROMPT,
+                 prompt: BasePromptTemplate | None = None, max_attempts: int = 2,
+                 llm_kwargs: dict[str, Any] | None = None, callback_manager: CallbackManager | None = None) -> None:
         if not isinstance(llm, LLM):
             raise TypeError(f"CitedAnswerSynthesizer needs a LlamaIndex LLM, not {type(llm).__name__}")
         if max_attempts < 1:
             raise ValueError("max_attempts (the first try plus retries after a rejected reply) must be at least 1")
+        if chunks is not None and not isinstance(chunks, CallerChunks):
+            raise TypeError(MISSING_CHUNKS)
         super().__init__(llm=llm, callback_manager=callback_manager)
+        self.chunks = chunks
         self.max_attempts = max_attempts
         self.llm_kwargs = dict(llm_kwargs or {})  # extra kwargs for llm.chat
         self._system_prompt = system_prompt  # behind a plain PromptTemplate given as the user turn
@@ -224,27 +211,34 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
     def synthesize(self, query: QueryType, nodes: list[NodeWithScore],
                    additional_source_nodes: Sequence[NodeWithScore] | None = None, **response_kwargs: Any) -> Response:
         with self._synthesis(query, nodes, additional_source_nodes, response_kwargs) as (question, notes, done):
-            return done(self._drive(self._flow(question, nodes, notes)))[1]
+            return done(self._drive(self._flow(question, nodes, notes, self._chunks())))[1]
 
     @dispatcher.span
     async def asynthesize(self, query: QueryType, nodes: list[NodeWithScore],
                           additional_source_nodes: Sequence[NodeWithScore] | None = None,
                           **response_kwargs: Any) -> Response:
         with self._synthesis(query, nodes, additional_source_nodes, response_kwargs) as (question, notes, done):
-            return done(await self._adrive(self._flow(question, nodes, notes)))[1]
+            return done(await self._adrive(self._flow(question, nodes, notes, self._chunks())))[1]
 
     # -- the pipeline's entry points: the outcome itself -------------------------------------------
     @dispatcher.span
-    def synthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore],
-                           notes: Sequence[str] = ()) -> SynthesisOutcome:
+    def synthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = (),
+                           chunks: CallerChunks | None = None) -> SynthesisOutcome:
+        """`chunks`: this request's caller (the pipeline shares one synthesizer across callers)."""
         with self._synthesis(question, nodes, None, {"notes": notes}) as (question, notes, done):
-            return done(self._drive(self._flow(question, nodes, notes)))[0]
+            return done(self._drive(self._flow(question, nodes, notes, self._chunks(chunks))))[0]
 
     @dispatcher.span
-    async def asynthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore],
-                                  notes: Sequence[str] = ()) -> SynthesisOutcome:
+    async def asynthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = (),
+                                  chunks: CallerChunks | None = None) -> SynthesisOutcome:
         with self._synthesis(question, nodes, None, {"notes": notes}) as (question, notes, done):
-            return done(await self._adrive(self._flow(question, nodes, notes)))[0]
+            return done(await self._adrive(self._flow(question, nodes, notes, self._chunks(chunks))))[0]
+
+    def _chunks(self, given: CallerChunks | None = None) -> CallerChunks:
+        chunks = given or self.chunks
+        if not isinstance(chunks, CallerChunks):
+            raise TypeError(MISSING_CHUNKS)
+        return chunks
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
         raise NotImplementedError(_TEXT_ONLY)
@@ -274,21 +268,33 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
             yield bundle.query_str, notes, done
 
     # -- one flow, two drivers --------------------------------------------------------------------
-    def _drive(self, flow: Generator[list[ChatMessage], _Reply, SynthesisOutcome]) -> SynthesisOutcome:
-        return _run(flow, lambda messages: _Reply(response=self._llm.chat(messages, **self.llm_kwargs)))
+    def _chat(self, request: DraftRequest) -> ChatResponse:
+        """One draft. The only seam a subclass needs to draft differently (the evals' oracle)."""
+        return self._llm.chat(request.messages, **self.llm_kwargs)
 
-    async def _adrive(self, flow: Generator[list[ChatMessage], _Reply, SynthesisOutcome]) -> SynthesisOutcome:
+    async def _achat(self, request: DraftRequest) -> ChatResponse:
+        return await self._llm.achat(request.messages, **self.llm_kwargs)
+
+    def _drive(self, flow: Generator[DraftRequest, _Reply, SynthesisOutcome]) -> SynthesisOutcome:
+        return _run(flow, lambda request: _Reply(response=self._chat(request)))
+
+    async def _adrive(self, flow: Generator[DraftRequest, _Reply, SynthesisOutcome]) -> SynthesisOutcome:
         try:
-            messages = next(flow)
+            request = next(flow)
             while True:
-                messages = flow.send(await _areply(lambda: self._llm.achat(messages, **self.llm_kwargs)))
+                request = flow.send(await _areply(lambda: self._achat(request)))
         except StopIteration as done:
             return done.value
 
     def _flow(
-        self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str]
-    ) -> Generator[list[ChatMessage], _Reply, SynthesisOutcome]:
+        self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str], chunks: CallerChunks
+    ) -> Generator[DraftRequest, _Reply, SynthesisOutcome]:
         attempts: list[dict] = []
+        stored = chunks.read(n.node.node_id for n in nodes)
+        # The context is what the caller may read, as stored; the rest never reaches the model.
+        context = [NodeWithScore(node=stored[n.node.node_id], score=n.score)
+                   for n in _unique(nodes) if n.node.node_id in stored]
+        dropped = [n.node.node_id for n in _unique(nodes) if n.node.node_id not in stored]
 
         def outcome(answer: ModelAnswer | None, reason: str | None, failed: bool = False) -> SynthesisOutcome:
             return SynthesisOutcome(
@@ -299,15 +305,18 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
                 tokens_out=sum(a["tokens_out"] for a in attempts),
                 model=self.model_name,
                 failed_closed=failed,
+                context=context,
+                dropped=dropped,
             )
 
-        if not nodes:
+        if not context:
             return outcome(None, NO_CONTEXT_REASON)
-        allowed = list(dict.fromkeys(n.node.node_id for n in nodes))
-        messages = self._prompt.format_messages(**prompt_variables(question, nodes, notes))
+        readable = {n.node.node_id: n.node for n in context}
+        allowed = list(readable)
+        messages = self._prompt.format_messages(**prompt_variables(question, context, notes))
         problems: list[Problem] = []
         for _ in range(self.max_attempts):
-            reply = yield messages
+            reply = yield DraftRequest(messages, context)
             if reply.error is not None or reply.response is None:
                 error = reply.error or RuntimeError("no reply")
                 attempts.append(
@@ -316,7 +325,7 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
                 return outcome(None, provider_failure_reason(error), failed=True)
             text = reply.response.message.content or ""
             tokens_in, tokens_out = token_usage(reply.response, messages)
-            answer, problem = validate_reply(text, allowed)
+            answer, problem = validate_reply(text, readable)
             attempts.append({
                 "raw": text,
                 "error": problem.detail if problem else None,
@@ -325,7 +334,7 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
             })
             if problem is None and answer is not None:
                 if not answer.answerable:
-                    return outcome(None, answer.insufficient_evidence_reason or MODEL_ABSTAINED_REASON)
+                    return outcome(None, answer.reason or MODEL_ABSTAINED_REASON)
                 return outcome(answer, None)
             problems.append(problem)
             messages = [
@@ -336,20 +345,27 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
         return outcome(None, fail_closed_reason(problems), failed=True)
 
 
+def _unique(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    first: dict[str, NodeWithScore] = {}
+    for n in nodes:
+        first.setdefault(n.node.node_id, n)
+    return list(first.values())
+
+
 _TEXT_ONLY = ("CitedAnswerSynthesizer answers over nodes, not bare text chunks: citations must name the id of a "
               "node in context. Call synthesize(query, nodes).")
 
 
-def _run(flow: Generator[list[ChatMessage], _Reply, SynthesisOutcome],
-         ask: Callable[[list[ChatMessage]], _Reply]) -> SynthesisOutcome:
+def _run(flow: Generator[DraftRequest, _Reply, SynthesisOutcome],
+         ask: Callable[[DraftRequest], _Reply]) -> SynthesisOutcome:
     try:
-        messages = next(flow)
+        request = next(flow)
         while True:
             try:
-                reply = ask(messages)
+                reply = ask(request)
             except Exception as exc:  # any provider failure fails closed
                 reply = _Reply(error=exc)
-            messages = flow.send(reply)
+            request = flow.send(reply)
     except StopIteration as done:
         return done.value
 

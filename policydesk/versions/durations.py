@@ -27,14 +27,11 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
 
+from policydesk.language import NUMBER_WORD, words_value
+
 Comparison = Literal["same", "different", "not_comparable"]
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-         "sixteen seventeen eighteen nineteen").split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_WORD_VALUE = {w: i for i, w in enumerate(_ONES)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-_WORD = r"(?:" + "|".join(sorted([*_WORD_VALUE, "hundred", "thousand"], key=len, reverse=True)) + r")"
-_WORDS = rf"{_WORD}(?:[\s-]+(?:and[\s-]+)?{_WORD})*"
+_WORDS = rf"{NUMBER_WORD}(?:[\s-]+(?:and[\s-]+)?{NUMBER_WORD})*"
 _NUMBER = (rf"(?:(?P<w1>{_WORDS})\s*\(\s*(?P<d1>\d{{1,4}})\s*\)"      # ninety (90)
            rf"|(?P<d2>\d{{1,4}})\s*\(\s*(?:{_WORDS})\s*\)"              # 90 (ninety)
            rf"|(?P<d3>\d{{1,4}}(?:\.\d+)?)"                             # 90, 1.5
@@ -70,20 +67,6 @@ class Duration:
         return _one(self.value, self.unit)
 
 
-def _words_value(words: str) -> int:
-    total, current = 0, 0
-    for w in re.split(r"[\s-]+", words.lower()):
-        if w == "and" or not w:
-            continue
-        if w == "hundred":
-            current = max(current, 1) * 100
-        elif w == "thousand":
-            total, current = total + max(current, 1) * 1000, 0
-        else:
-            current += _WORD_VALUE[w]
-    return total + current
-
-
 def _unit(m: re.Match) -> str:
     raw = m.group("unit").lower()
     base = _BASE_UNIT.get(raw) or _BASE_UNIT.get(raw[:3]) or _BASE_UNIT[raw[:2]]
@@ -101,7 +84,7 @@ def parse_durations(text: str) -> list[Duration]:
         if digits:
             amount = Fraction(digits)
         elif m.group("w1") or m.group("w2"):
-            amount = Fraction(_words_value(m.group("w1") or m.group("w2")))
+            amount = Fraction(words_value(m.group("w1") or m.group("w2")))
         else:
             amount = Fraction(1)  # "within a year"
         story = bool(_STORY_AFTER.match(text, m.end()) or _STORY_BEFORE.search(text[max(0, m.start() - 20):m.start()]))

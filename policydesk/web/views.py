@@ -21,6 +21,7 @@ WARNING_LABELS = {
     "conflict": "Conflict",
     "degraded": "Degraded",
     "extractive": "Extractive answerer",
+    "policy_text": "Policy text, not a written answer",
     "stale_source": "Stale source",
     "version_swapped": "Version applied",
     "date_from_question": "Date read from the question",
@@ -101,12 +102,32 @@ class WarningView:
 
 
 @dataclass
+class PassageView:
+    """Policy text shown as it stands, split into runs, the marked sentence(s) flagged."""
+
+    label: str
+    runs: list[tuple[str, bool]]
+
+    @classmethod
+    def of(cls, p: dict[str, Any]) -> "PassageView":
+        text, runs, at = p["text"], [], 0
+        for start, end in sorted(tuple(m) for m in p.get("marked", [])):
+            runs += [(text[at:start], False), (text[start:end], True)]
+            at = end
+        runs.append((text[at:], False))
+        window = Window.cited(p["effective_from"], p.get("effective_to")).format("arrow")
+        return cls(f"{p['title']} · {p['section']} · version {p['version']} ({window})",
+                   [r for r in runs if r[0]])
+
+
+@dataclass
 class AnswerView:
     status: str  # answered | refused | no_answer | error
     answer: str = ""
     message: str = ""
     claims: list[ClaimView] = field(default_factory=list)
     citations: list[CitationView] = field(default_factory=list)
+    passages: list[PassageView] = field(default_factory=list)
     warnings: list[WarningView] = field(default_factory=list)
     windows: list[str] = field(default_factory=list)
     dates_line: str = ""
@@ -154,11 +175,18 @@ def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_dat
     number = {c.chunk_id: c.number for c in cites}
     claims = [ClaimView(cl["text"], [number[cid] for cid in cl.get("citations", []) if cid in number])
               for cl in data.get("claims", [])]
+    # Policy text shown with no model: the passage is the answer, so its sentences are not listed
+    # again as claims. A stored view shows a passage only where the viewer may read its version
+    # today, as for cited text.
+    passages = [PassageView.of(p) for p in data.get("passages", []) if status == "answered"
+                and (readable is None or (p["doc_id"], int(p["version"])) in readable)]
+    if data.get("passages"):
+        claims = []
     windows = list(dict.fromkeys(f"{c.title} · {c.version_line}" for c in cites if c.source_type == "policy"))
     warnings = [WarningView(w["kind"], WARNING_LABELS.get(w["kind"], w["kind"].replace("_", " ").capitalize()),
                             w["message"]) for w in data.get("warnings", [])]
     return AnswerView(status=status, answer=data.get("answer", "") if status == "answered" else "", message=message,
-                      claims=claims, citations=cites, warnings=warnings, windows=windows,
+                      claims=claims, citations=cites, passages=passages, warnings=warnings, windows=windows,
                       dates_line=dates_line(data.get("dates"), no_date), trace_id=data.get("trace_id"),
                       model=data.get("model", ""), product_line=product_line(data))
 

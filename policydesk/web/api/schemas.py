@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from policydesk.answer import WarningKind
+from policydesk.answer import Passage, WarningKind
 
 DATE = {"format": "date", "examples": ["2025-11-03"]}
 
@@ -62,9 +62,15 @@ class FeedbackOut(BaseModel):
 
 # -- the answer (AskResult.to_json) -------------------------------------------------------------
 
+class QuoteOut(BaseModel):
+    chunk_id: str
+    text: str = Field(description="The words of that chunk the statement rests on, as the chunk has them.")
+
+
 class ClaimOut(BaseModel):
     text: str = Field(description="One statement of the answer.")
     citations: list[str] = Field(description="Chunk ids of the citations that support it.")
+    quotes: list[QuoteOut] = Field(default_factory=list, description="Verbatim quotes it rests on (checked in code).")
 
 
 class CitationOut(BaseModel):
@@ -124,6 +130,9 @@ class AnswerOut(BaseModel):
     answerable: bool
     claims: list[ClaimOut]
     citations: list[CitationOut]
+    passages: list[Passage] = Field(description="With no model configured: the policy text shown, its likely "
+                                                   "sentence marked (`answer` holds the marked sentences).")
+    condition: str | None = Field(default=None, description="The model said the sources answer only under this.")
     refused: bool
     refusal_reason: str | None = Field(description="The refusal message shown to the staff member.")
     refusal_code: str | None = Field(description="Machine-readable refusal reason, e.g. member_identifier.")
