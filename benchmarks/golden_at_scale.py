@@ -24,7 +24,7 @@ from policydesk.config import get_settings
 from policydesk.evals.golden import load_split
 from policydesk.evals.harness import run_eval
 from policydesk.providers import embedding_for, llm_for
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 
 from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)
 

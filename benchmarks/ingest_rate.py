@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     import policydesk
     from policydesk.config import get_settings
     from policydesk.ingest import ingest_directory
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
     from policydesk.storage.engine import create_database
     from sqlalchemy import text
 

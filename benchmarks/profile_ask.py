@@ -97,7 +97,7 @@ SPANS = [
     ("policydesk.web.routes.ask", "render"),
     ("policydesk.pipeline", "AskPipeline.ask"),
     ("policydesk.pipeline", "AskPipeline._resolve_role"),
-    ("policydesk.refusal", "RefusalGate.screen"),
+    ("policydesk.screening.refusal", "RefusalGate.screen"),
     ("policydesk.extensions.stack", "RequestStack.retrieve"),
     ("policydesk.providers.onnx_local", "OnnxEmbedding._get_query_embedding"),
     ("policydesk.postprocessors.versions", "VersionResolver._postprocess_nodes"),

@@ -3,7 +3,7 @@
 Usage: python benchmarks/refusal_bench.py [--database NAME] [--repeats N]
 
 Runs every question of the labelled splits (train, validation, test, test_v2, regression) through the
-production gate (`policydesk.refusal.gate_for`, topic gate over the demo corpus in NAME, as in
+production gate (`policydesk.screening.refusal.gate_for`, topic gate over the demo corpus in NAME, as in
 scripts/refusal_matrix.py), after one warm-up pass that fits the classifier and loads the models:
 
 - "without the embedding call": both embeddings (the local one for the intent classifier and
@@ -72,7 +72,7 @@ def _percentiles(samples_ms: list[float]) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
-    from policydesk.access import clearance_for
+    from policydesk.accounts.access import clearance_for
     from policydesk.evals.refusals import load_cases
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
         if cached:
             gate.intent._embed, gate.embed_model = _Cached(intent_embed, local), _CachedQuery(query)
         else:
-            from policydesk.intent import local_model
+            from policydesk.screening.intent import local_model
 
             gate.intent._embed = _Uncached(local_model())
         samples, cpu = [], []

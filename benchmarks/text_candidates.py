@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import text
 
-from policydesk.access import ROLES, clearance_for
+from policydesk.accounts.access import ROLES, clearance_for
 from policydesk.bench import policy_text, stages
 from policydesk.config import get_settings
 from policydesk.retrievers.text import or_query
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.scope import permitted_scope
 
 from saved import results_path  # noqa: E402  (benchmarks/saved.py, beside this script)

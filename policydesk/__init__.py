@@ -27,8 +27,8 @@ _EXPORTS = {
     "HybridArmsRetriever": "policydesk.retrievers",
     "DenseArmRetriever": "policydesk.retrievers",
     "TextArmRetriever": "policydesk.retrievers",
-    "Clearance": "policydesk.access",
-    "clearance_for": "policydesk.access",
+    "Clearance": "policydesk.accounts.access",
+    "clearance_for": "policydesk.accounts.access",
 }
 
 __all__ = sorted(_EXPORTS)

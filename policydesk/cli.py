@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from sqlalchemy.orm import Session
 
-from policydesk.access import ROLES, UnknownRoleError
+from policydesk.accounts.access import ROLES, UnknownRoleError
 from policydesk.commands.common import _database, _fail, _parse_date
 from policydesk.commands.report import report_app
 from policydesk.commands.sync import sync as sync_command
@@ -29,8 +29,8 @@ app.command("sync")(sync_command)
 
 @app.callback()
 def _start() -> None:
-    """Every command logs JSON lines on stderr (policydesk/logs.py): warnings and errors, `serve` more."""
-    from policydesk.logs import configure_logging
+    """Every command logs JSON lines on stderr (policydesk/ops/logs.py): warnings and errors, `serve` more."""
+    from policydesk.ops.logs import configure_logging
 
     configure_logging("WARNING")
 
@@ -115,7 +115,7 @@ def check_staleness_cmd(directory: Path = typer.Argument(DEMO_CORPUS)) -> None:
 def users_add(name: str, role: Annotated[str, typer.Option("--role", help=f"One of {', '.join(ROLES)}")],
               password: Annotated[Optional[str], typer.Option("--password")] = None) -> None:
     """Add a user; a random password is printed when none is given."""
-    from policydesk.users import UserError, add_user
+    from policydesk.accounts.users import UserError, add_user
 
     with _database() as db:
         try:
@@ -130,7 +130,7 @@ def users_add(name: str, role: Annotated[str, typer.Option("--role", help=f"One 
 @users_app.command("set-role")
 def users_set_role(name: str, role: str) -> None:
     """Change a user's role; their sessions end, and they sign in again under the new role."""
-    from policydesk.users import UserError, set_role
+    from policydesk.accounts.users import UserError, set_role
 
     with _database() as db:
         try:
@@ -145,7 +145,7 @@ def users_set_role(name: str, role: str) -> None:
 def users_set_password(name: str, password: Annotated[Optional[str], typer.Option("--password")] = None) -> None:
     """Set a user's password (a random one is printed once when none is given); their existing
     sessions are signed out."""
-    from policydesk.users import UserError, set_password
+    from policydesk.accounts.users import UserError, set_password
 
     with _database() as db:
         try:
@@ -160,7 +160,7 @@ def users_set_password(name: str, password: Annotated[Optional[str], typer.Optio
 @users_app.command("disable")
 def users_disable(name: str) -> None:
     """Disable a user: they cannot sign in or ask, and their next request signs them out."""
-    from policydesk.users import UserError, disable_user
+    from policydesk.accounts.users import UserError, disable_user
 
     with _database() as db:
         try:
@@ -175,7 +175,7 @@ def users_disable(name: str) -> None:
 def users_purge_sessions(older_than: Annotated[int, typer.Option(
         "--older-than", help="Days since the session ended or was last used.")] = 30) -> None:
     """Delete old sign-in sessions (owner login); open sessions within their limits are kept."""
-    from policydesk.sessions import purge_sessions
+    from policydesk.accounts.sessions import purge_sessions
 
     if older_than <= 0:
         _fail("--older-than must be a positive number of days")
@@ -188,7 +188,7 @@ def users_purge_sessions(older_than: Annotated[int, typer.Option(
 @users_app.command("enable")
 def users_enable(name: str) -> None:
     """Enable a disabled user again (they sign in with their existing password)."""
-    from policydesk.users import UserError, enable_user
+    from policydesk.accounts.users import UserError, enable_user
 
     with _database() as db:
         try:
@@ -201,7 +201,7 @@ def users_enable(name: str) -> None:
 
 @users_app.command("list")
 def users_list() -> None:
-    from policydesk.users import list_users
+    from policydesk.accounts.users import list_users
 
     with _database() as db:
         with Session(db.owner) as session:
@@ -235,7 +235,7 @@ def ask(question: str,
               "ask about one policy rule at a time, in a shorter question")
     if not as_user:
         _fail("--as USER is required (or --server URL --token T to ask a running server)")
-    from policydesk.answer import AskRequest
+    from policydesk.contract.answer import AskRequest
     from policydesk.client import render_answer
     from policydesk.pipeline import build_pipeline
 
@@ -286,7 +286,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
                    "agrees; more than one uses more than one core.")] = 1) -> None:
     """Serve the web app."""
     from policydesk.commands.serving import prepare_metrics_dir
-    from policydesk.logs import configure_logging, log_config
+    from policydesk.ops.logs import configure_logging, log_config
 
     settings = get_settings()
     prepare_metrics_dir(settings.DATA_DIR)  # before the app (and prometheus_client) is imported
@@ -319,7 +319,7 @@ def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Opti
     """Embedded Postgres, demo corpus, one demo user per role, and the web app."""
     from policydesk.ingest import ingest_directory
     from policydesk.providers import embedding_for
-    from policydesk.users import add_user, get_user
+    from policydesk.accounts.users import add_user, get_user
 
     settings = get_settings()
     with _database(serving=serve_app) as db:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from policydesk.access import ROLES
+from policydesk.accounts.access import ROLES
 from policydesk.extensions.spec import ComponentSpec
 from policydesk.storage.buffers import MEMORY_SIZE
 from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD

@@ -14,17 +14,17 @@ from datetime import date
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from sqlalchemy.orm import Session
 
-from policydesk import metrics
-from policydesk.access import Clearance, UnknownRoleError, clearance_for
-from policydesk.answer import AnswerWarning, AskRequest, AskResult, Claim
-from policydesk.outcomes import Abstained, Answered, Compared, Failed, Outcome, Refused
-from policydesk.citing import citation_from_node
-from policydesk.dates import DateInputError, iso_dates_in
+from policydesk.ops import metrics
+from policydesk.accounts.access import Clearance, UnknownRoleError, clearance_for
+from policydesk.contract.answer import AnswerWarning, AskRequest, AskResult, Claim
+from policydesk.contract.answer import Abstained, Answered, Compared, Failed, Outcome, Refused
+from policydesk.proof.citations import citation_from_node
+from policydesk.reading.dates import DateInputError, iso_dates_in
 from policydesk.extensions.registry import Extensions
 from policydesk.extensions.stack import RequestStack
 from policydesk.ingest.staleness import stale_source_warnings
-from policydesk.instrumentation import install_instrumentation
-from policydesk.question_dates import applied_dates
+from policydesk.proof.instrumentation import install_instrumentation
+from policydesk.reading.question_dates import applied_dates
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.products import (
     UnknownLineOfBusiness,
@@ -32,8 +32,8 @@ from policydesk.products import (
     cited_product_warning,
     variants_in_context,
 )
-from policydesk.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, Screening, gate_for
-from policydesk.language import names_source
+from policydesk.screening.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, Screening, gate_for
+from policydesk.reading.language import names_source
 from policydesk.providers.kinds import is_priced
 from policydesk.providers.passages import PassageReader
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
@@ -44,11 +44,11 @@ from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes, product_notes
 from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
-from policydesk.vocabulary import unknown_terms
-from policydesk.logs import bind_trace_id
-from policydesk.steps import NOT_ANSWERED, Context, Retrieved, Steps
-from policydesk.tracing import TraceDraft, active_trace, current_trace, trace_row, write_trace
-from policydesk.users import get_active_user
+from policydesk.screening.vocabulary import unknown_terms
+from policydesk.ops.logs import bind_trace_id
+from policydesk.contract.steps import NOT_ANSWERED, Context, Retrieved, Steps
+from policydesk.proof.tracing import TraceDraft, active_trace, current_trace, trace_row, write_trace
+from policydesk.accounts.users import get_active_user
 from policydesk.versions import (
     NoVersionInForce,
     NoVisibleVersion,
@@ -57,7 +57,7 @@ from policydesk.versions import (
     entered_dates,
     render_comparison,
 )
-from policydesk.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
+from policydesk.reading.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
 
 __all__ = ["AskPipeline", "AskError", "AskRequest", "AskResult", "build_pipeline"]
 

@@ -53,15 +53,15 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST):
-    """(node, lazy) for every import statement, skipping `if TYPE_CHECKING:` bodies."""
+def _imports(tree: ast.AST, type_only: bool = False):
+    """(node, lazy) for every import statement; `if TYPE_CHECKING:` bodies only with `type_only`."""
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]
     while stack:
         node, lazy = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node, lazy
             continue
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_only:
             stack.extend((child, lazy) for child in node.orelse)
             continue
         inner = lazy or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -85,7 +85,8 @@ def _known(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def build_graph(package_dir: Path) -> tuple[dict[str, Path], list[Edge]]:
+def build_graph(package_dir: Path, type_only: bool = False) -> tuple[dict[str, Path], list[Edge]]:
+    """Every import edge between the package's modules; `type_only` adds `if TYPE_CHECKING:` ones."""
     modules = module_names(package_dir)
     root = package_dir.parent
     edges: list[Edge] = []
@@ -93,7 +94,7 @@ def build_graph(package_dir: Path) -> tuple[dict[str, Path], list[Edge]]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         rel = str(path.relative_to(root))
-        for node, lazy in _imports(tree):
+        for node, lazy in _imports(tree, type_only):
             if isinstance(node, ast.Import):
                 targets = [_known(alias.name, modules) for alias in node.names]
             else:
@@ -104,6 +105,23 @@ def build_graph(package_dir: Path) -> tuple[dict[str, Path], list[Edge]]:
                 if target != module:
                     edges.append(Edge(module, target, rel, node.lineno, lazy))
     return modules, edges
+
+
+def part_of(module: str, depth: int = 2) -> str:
+    """The top-level part a module belongs to: `policydesk.storage.models` -> `policydesk.storage`;
+    a root module is its own part (`policydesk.pipeline`)."""
+    return ".".join(module.split(".")[:depth])
+
+
+def part_edges(edges: list[Edge]) -> dict[tuple[str, str], list[Edge]]:
+    """Import edges between parts (packages or root modules), each with the module edges behind it;
+    the package root's `__init__` (lazy re-exports) is left out."""
+    out: dict[tuple[str, str], list[Edge]] = {}
+    for e in edges:
+        a, b = part_of(e.source), part_of(e.target)
+        if a != b and e.source.count(".") > 0 and a != e.source.split(".")[0]:
+            out.setdefault((a, b), []).append(e)
+    return out
 
 
 def strongly_connected(nodes: list[str], adjacency: dict[str, set[str]]) -> list[list[str]]:

@@ -35,7 +35,7 @@ def _print_misses(report, show: bool) -> None:
 
 def main(argv: list[str]) -> int:
     from policydesk.evals.refusals import evaluate, format_report, load_cases, out_of_fold
-    from policydesk.intent import CLAIM_THRESHOLD, REGULARIZATION_C, SCOPE_THRESHOLD, IntentClassifier
+    from policydesk.screening.intent import CLAIM_THRESHOLD, REGULARIZATION_C, SCOPE_THRESHOLD, IntentClassifier
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folds", type=int, default=5)

@@ -3,7 +3,7 @@
 Usage: python scripts/refusal_matrix.py [--split test_v5|test_v4|test_v3|test_v2|test|validation|train|regression|PATH ...]
                                         [--database NAME] [--misses]
 
-The gate is the production one (`policydesk.refusal.gate_for`): identifier detectors with the
+The gate is the production one (`policydesk.screening.refusal.gate_for`): identifier detectors with the
 configured plan formats, the intent classifier fitted on the train split, and the topic gate
 derived from the corpus in NAME (default `policydesk_refusal_eval`, created on the configured
 server and loaded with the demo corpus on first use; re-ingest is a no-op when unchanged).
@@ -26,8 +26,8 @@ def demo_gate(database: str = DEFAULT_DATABASE):
     from policydesk.config import get_settings
     from policydesk.ingest import ingest_directory
     from policydesk.providers import embedding_for
-    from policydesk.refusal import gate_for
-    from policydesk.runtime import open_migrated
+    from policydesk.screening.refusal import gate_for
+    from policydesk.ops.runtime import open_migrated
     from policydesk.storage.engine import create_database
 
     settings = get_settings()

@@ -1,4 +1,4 @@
-"""Precision and recall of the what-changed detector (policydesk/whatchanged.py) on labelled phrasings.
+"""Precision and recall of the what-changed detector (policydesk/reading/whatchanged.py) on labelled phrasings.
 
 Usage: python scripts/what_changed_matrix.py [--split test|dev|PATH] [--misses]
 
@@ -38,7 +38,7 @@ def _line(name: str, pairs) -> str:
 
 def main(argv: list[str]) -> int:
     from policydesk.versions.compare import is_what_changed_question
-    from policydesk.whatchanged import DEV_FILE, WhatChangedDetector, load_cases
+    from policydesk.reading.whatchanged import DEV_FILE, WhatChangedDetector, load_cases
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--split", default="test")
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     dev = load_cases(DEV_FILE)
     if args.split == "dev":
-        from policydesk.intent import local_embed
+        from policydesk.screening.intent import local_embed
 
         said = []
         for i, (q, _truth) in enumerate(dev):

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy.orm import Session
 
-from policydesk.tokens import create_token
-from policydesk.users import set_role
+from policydesk.accounts.tokens import create_token
+from policydesk.accounts.users import set_role
 
 
 def make_token(db, user_name: str, *, days: int = 30, now: datetime | None = None) -> str:

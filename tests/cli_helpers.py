@@ -5,7 +5,7 @@ handle each time (2-10 s on two shared cores); ~60 call sites did that. `run_cli
 Typer app with the same arguments and environment, and returns what `subprocess.run(...,
 capture_output=True, text=True)` returned: `returncode`, `stdout`, `stderr`. What stays
 process-wide is put back afterwards: the environment, the logging configuration the command's
-callback installs (JSON lines on stderr, policydesk/logs.py) and any embedded server the command
+callback installs (JSON lines on stderr, policydesk/ops/logs.py) and any embedded server the command
 started (a process that exits gives its handle back; stopping it here does the same).
 
 An exception the command does not handle becomes exit code 1 with its traceback on stderr, as

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.config import Settings
 from policydesk.storage.engine import create_database, stop_embedded_servers
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.web_helpers import PASSWORD, sign_in
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,7 +49,7 @@ def _cheap_password_hashing() -> None:
         return
     from argon2 import PasswordHasher
 
-    from policydesk import users
+    from policydesk.accounts import users
 
     if not hasattr(users, "_hasher") or not hasattr(users, "_DUMMY_HASH"):
         return  # users.py changed shape: run at the product's cost rather than guess
@@ -149,7 +149,7 @@ def _no_flush_to_disk(settings) -> None:
 
 def _template(settings, name: str, embed_model=None) -> str:
     """Build the template `name` once per session: migrated, or (DEMO_TEMPLATE) with the demo corpus."""
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
 
     if name in _templates:
         return name
@@ -173,7 +173,7 @@ def make_db(settings):
     """Factory: a new, migrated, empty database on the session's server, copied from a migrated
     template. `make_db(demo=True)`: one holding the demo corpus, ingested (as `demo_db`), that the
     test may change."""
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
 
     def _make(*, demo: bool = False):
         name = f"policydesk_test_{next(_db_counter)}"

@@ -102,7 +102,7 @@ class SharedServe:
 
     def _start(self) -> None:
         from policydesk.ingest import ingest_directory
-        from policydesk.runtime import open_migrated
+        from policydesk.ops.runtime import open_migrated
         from tests.test_ingest import _corpus, _entries
 
         if self.db is not None:

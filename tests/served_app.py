@@ -2,7 +2,7 @@
 
 `served(app)` runs the app under uvicorn on a loopback port in this process (as tests/test_browser.py
 does, so the session's pipeline and model are reused) with the log filters `policydesk serve`
-installs (policydesk/logs.py: the access line rewritten, request and trace ids added), and captures
+installs (policydesk/ops/logs.py: the access line rewritten, request and trace ids added), and captures
 every line as the JSON `serve` would write.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pythonjsonlogger.json import JsonFormatter
 from sqlalchemy import text
 
-from policydesk.logs import AccessFilter, ContextFilter
+from policydesk.ops.logs import AccessFilter, ContextFilter
 from tests.web_helpers import free_port
 
 _LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access")

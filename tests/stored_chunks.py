@@ -8,7 +8,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.storage.guard_read import CallerChunks
 
 V2_ID = "POL-TF:v2:filing-limit"

@@ -7,10 +7,10 @@ from datetime import date
 import pytest
 from sqlalchemy.orm import Session
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.config import OFFLINE_EMBEDDING_MODEL, OFFLINE_EMBEDDING_MODEL_INT8, Settings, UncalibratedThreshold
 from policydesk.pipeline import AskPipeline, build_pipeline
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 
 TODAY = date(2026, 9, 14)
 QUESTION = "How long does the plan take to decide a standard formulary exception request?"

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.web.api.schemas import AnswerOut
 from policydesk.web.app import create_app

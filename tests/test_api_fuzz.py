@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings
 from sqlalchemy.orm import Session
 
 from policydesk.pipeline import build_pipeline
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.web.api import api_schema
 from policydesk.web.app import create_app
 from tests.api_helpers import bearer, make_token

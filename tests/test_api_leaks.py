@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.evals.leaks import ChunkCatalog
 from policydesk.pipeline import AskPipeline
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.web.app import create_app
 from tests.api_helpers import bearer, change_role, is_problem, make_token
 from tests.conftest import WEB_TODAY

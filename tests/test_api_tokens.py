@@ -17,7 +17,7 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
 from policydesk.storage.security import database_problems
-from policydesk.users import add_user, disable_user, enable_user
+from policydesk.accounts.users import add_user, disable_user, enable_user
 from policydesk.web.app import create_app
 from tests.api_helpers import bearer, is_problem, make_token
 from tests.cli_helpers import run_cli

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.web_helpers import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")

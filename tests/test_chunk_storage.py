@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig, PermissionScopedRetriever

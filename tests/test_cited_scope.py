@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import uuid
 
-from policydesk.answer import AnswerWarning, Citation, Claim
-from policydesk.outcomes import Abstained, Answered
+from policydesk.contract.answer import AnswerWarning, Citation, Claim
+from policydesk.contract.answer import Abstained, Answered
 from policydesk.postprocessors import ContextReport
-from policydesk.steps import Context, Steps
+from policydesk.contract.steps import Context, Steps
 
 
 def _citation(doc_id: str) -> Citation:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import text
 
-from policydesk import metrics
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
+from policydesk.ops import metrics
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.evals.leaks import ChunkCatalog
 from policydesk.pipeline import build_pipeline
 from policydesk.postprocessors.guard import verdict

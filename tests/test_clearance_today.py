@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from policydesk.evals.leaks import ChunkCatalog
-from policydesk.users import add_user, set_role
+from policydesk.accounts.users import add_user, set_role
 from tests.web_helpers import PASSWORD, ask, sign_in
 
 SIU_QUESTION = "What is the SIU procedure for a fraud referral?"

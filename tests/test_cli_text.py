@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from policydesk.answer import AnswerWarning, AskResult, Citation
+from policydesk.contract.answer import AnswerWarning, AskResult, Citation
 from policydesk.client import render_answer
-from policydesk.outcomes import Abstained, Answered, Refused
+from policydesk.contract.answer import Abstained, Answered, Refused
 
 
 def _citation(version: int, effective_from: str, last_day: str | None) -> Citation:

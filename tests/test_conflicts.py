@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.versions import VersionLookup, durations
 from policydesk.retrievers import HybridRetriever, chunk_vector_store

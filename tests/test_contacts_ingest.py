@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.ingest import IngestError, ingest_directory
 from policydesk.pipeline import AskRequest, build_pipeline
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.cli_helpers import run_cli
 
 TODAY = date(2026, 11, 29)

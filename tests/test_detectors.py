@@ -289,7 +289,7 @@ def test_indirect_and_yes_no_rule_questions_ask_for_information():
 
 
 def test_classifier_is_not_fitted_on_out_of_scope_cases_the_rules_decide():
-    from policydesk.intent import fitted_cases
+    from policydesk.screening.intent import fitted_cases
 
     cases = [("Does Aetna cover acupuncture?", "out_of_scope"), ("who won the game last night", "out_of_scope"),
              ("Does the plan cover acupuncture?", "pass"), ("Approve the claim.", "claim_action")]
@@ -300,7 +300,7 @@ def test_learned_out_of_scope_guess_needs_more_on_a_benefit_question():
     # 3-d vectors (a test seam, no model): the benefit question sits exactly on the out-of-scope example.
     import numpy as np
 
-    from policydesk.intent import IntentClassifier
+    from policydesk.screening.intent import IntentClassifier
 
     vectors = {"what's the forecast for saturday": [1, 0, 0], "how do appeals work": [0, 1, 0],
                "release the payment": [0, 0, 1], "what's the deductible for acupuncture": [1, 0, 0],

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from policydesk import disputes
-from policydesk.answer import AskRequest
+from policydesk.proof import disputes
+from policydesk.contract.answer import AskRequest
 from policydesk.storage.models import AuditEntry, Trace
-from policydesk.tracing import write_trace
-from policydesk.users import add_user
+from policydesk.proof.tracing import write_trace
+from policydesk.accounts.users import add_user
 
 TODAY = date(2026, 11, 29)
 

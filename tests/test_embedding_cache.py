@@ -14,7 +14,7 @@ from pydantic import Field
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.ingest import IngestRefused, ingest_directory, plan_directory
 from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.chunks import chunk_id

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import policydesk
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.storage.models import Trace
 from policydesk.versions import NoVersionInForce
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from policydesk.access import ROLES
+from policydesk.accounts.access import ROLES
 from policydesk.evals.golden import BUCKETS, SPLITS, check_against_db, load_split
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
 

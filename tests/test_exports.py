@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import text
 
-from policydesk.exports import export_traces, render, verify_export_lines
+from policydesk.proof.exports import export_traces, render, verify_export_lines
 from tests.cli_helpers import run_cli
 from tests.web_helpers import ask, text_of
 

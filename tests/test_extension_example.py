@@ -15,11 +15,11 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from examples.policy_codes import CrossReferencePostprocessor, PolicyCodeRetriever
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.extensions import ComponentContext, ComponentSpec
 from policydesk.pipeline import build_pipeline
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.web_helpers import PASSWORD
 
 PATTERN = r"[A-Z]{2,4}-\d{2,4}|§\s*\d+(?:\.\d+)*"  # the plan's formats: a setting, never in policydesk/

@@ -10,8 +10,8 @@ import pytest
 from llama_index.core.schema import QueryBundle
 from pydantic import ValidationError
 
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.config import Settings
 from policydesk.extensions import ComponentSpec
 from policydesk.extensions.registry import ExtensionError, Extensions

@@ -12,13 +12,15 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk import disputes, metrics
+from policydesk.proof import disputes
+
+from policydesk.ops import metrics
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix
 from policydesk.ingest import check_staleness, ingest_directory
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
 from policydesk.storage.models import Trace
-from policydesk.users import add_user, set_role
+from policydesk.accounts.users import add_user, set_role
 from policydesk.web.app import create_app
 from tests.test_ingest import _corpus, _entries
 from tests.test_retrieval import _BrokenEmbedding
@@ -64,7 +66,7 @@ def _messages(caplog) -> list[str]:
 
 
 def _events(caplog) -> list[str]:
-    """The `event` field each pipeline line carries into the JSON logs (policydesk/logs.py)."""
+    """The `event` field each pipeline line carries into the JSON logs (policydesk/ops/logs.py)."""
     return [r.event for r in caplog.records if r.name == PIPELINE_LOG and hasattr(r, "event")]
 
 

@@ -104,7 +104,7 @@ def test_feedback_is_append_only_for_the_app(demo_db, statement):
 
 
 def test_staff_cannot_read_each_others_feedback(clients, staff, demo_db):
-    from policydesk.feedback import feedback_for
+    from policydesk.proof.feedback import feedback_for
 
     ask(clients["rep"], "What is the timely filing limit?")
     trace_id = _last_trace(demo_db, staff["rep"])

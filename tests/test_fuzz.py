@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.pipeline import build_pipeline
 from policydesk.storage.models import Trace
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.web.app import create_app
 from tests.conftest import table_counts
 from tests.web_helpers import PASSWORD, sign_in, token_of

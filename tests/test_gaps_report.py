@@ -12,10 +12,10 @@ from datetime import date, datetime, timezone
 import pytest
 from sqlalchemy import text
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.reports.clusters import cluster_questions
 from policydesk.reports.gaps import gaps_report
-from policydesk.tracing import write_trace
+from policydesk.proof.tracing import write_trace
 from tests.web_helpers import text_of
 from tests.cli_helpers import run_cli
 

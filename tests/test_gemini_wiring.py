@@ -18,7 +18,7 @@ from policydesk.ingest.chunks import make_node
 from policydesk.providers import llm_for
 from policydesk.providers.gemini import RetryingGoogleGenAI, gemini_llm
 from policydesk.synthesis.synthesizer import TIMEOUT_REASON, CitedAnswerSynthesizer
-from policydesk.tracing import cost_usd
+from policydesk.proof.tracing import cost_usd
 
 from tests.stored_chunks import V2_ID, V2_QUOTE as V2_TEXT, rep_chunks
 QUESTION = "How long do providers have to file a claim?"
@@ -193,7 +193,7 @@ def test_providers_say_what_they_are_and_a_model_name_decides_nothing(gsettings)
     from llama_index.core.llms import MockLLM
 
     from policydesk.providers import is_priced, provider_kind
-    from policydesk.tracing import request_cost
+    from policydesk.proof.tracing import request_cost
 
     gemini = llm_for(gsettings)
     assert (provider_kind(gemini), is_priced(gemini)) == ("gemini", True)

@@ -9,7 +9,7 @@ import uuid
 import numpy as np
 from sqlalchemy import text
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.storage.engine import create_database, open_database
 from policydesk.storage.migrate import alembic_config, upgrade

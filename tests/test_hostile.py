@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from policydesk.ingest import IngestError, ingest_directory
 from policydesk.pipeline import build_pipeline
 from policydesk.storage.models import Trace
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.web.app import create_app
 from tests.conftest import table_counts
 from tests.test_ingest import _corpus, _entries

@@ -13,7 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery
 from sqlalchemy import event, text
 
-from policydesk.access import ROLES, clearance_for
+from policydesk.accounts.access import ROLES, clearance_for
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.retrievers.hybrid import HybridRetrievalEvent, section_key
 from policydesk.retrievers.store import RankingNode, node_from_row

@@ -23,12 +23,12 @@ import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.ingest import ingest_directory
 from policydesk.reports.impact import impact_rows
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.storage.models import AuditEntry
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.conftest import CORPUS, WEB_TODAY
 from tests.web_helpers import PASSWORD, find, sign_in
 from tests.cli_helpers import run_cli
@@ -237,7 +237,7 @@ def test_a_citation_the_viewer_may_not_read_is_never_listed(edited):
     since changed: compliance sees the row, the supervisor does not, not even its hashes."""
     from sqlalchemy import text as sql
 
-    from policydesk.tracing import write_trace
+    from policydesk.proof.tracing import write_trace
 
     db = edited["db"]
     with db.owner.connect() as conn:

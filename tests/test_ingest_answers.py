@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.ingest import ingest_directory
 from policydesk.pipeline import AskRequest, build_pipeline
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests import ingest_fixtures as fx
 
 TODAY = date(2026, 11, 29)

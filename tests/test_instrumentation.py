@@ -9,8 +9,8 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from sqlalchemy import text
 
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.postprocessors import ContextReport, VersionResolver
 from policydesk.retrievers import HybridRetrievalEvent, HybridRetriever, chunk_vector_store
 from policydesk.versions import VersionLookup

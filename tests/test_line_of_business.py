@@ -11,8 +11,8 @@ import yaml
 from sqlalchemy import event, select, text
 from sqlalchemy.dialects import postgresql
 
-from policydesk.access import ROLES, Clearance, clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import ROLES, Clearance, clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.ingest import IngestError, ingest_directory
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.chain import verify_chain
@@ -42,7 +42,7 @@ def _chunk_facts(db) -> dict[str, tuple[str, bool, list | None, str]]:
 def asker(demo_db):
     from sqlalchemy.orm import Session
 
-    from policydesk.users import add_user
+    from policydesk.accounts.users import add_user
 
     names = {}
     with Session(demo_db.owner) as session, session.begin():
@@ -112,8 +112,8 @@ def test_every_statement_that_reads_chunks_carries_the_product(demo_db, pipeline
             event.remove(e, "before_cursor_execute", spy)
     assert result.answerable, result.abstain_reason
     # The refusal gate's own reads are the one deliberate exception: it must know what exists
-    # above the caller to refuse a restricted topic (policydesk/topics.py), and it returns no text.
-    from policydesk import topics
+    # above the caller to refuse a restricted topic (policydesk/screening/topics.py), and it returns no text.
+    from policydesk.screening import topics
 
     # (On a corpus this small its nearest-section test runs in memory: no statement of its own.)
     gate = {str(q) for q in (topics._COUNT_SQL, topics._VECTORS_SQL, topics._SIGNATURE_SQL)}
@@ -215,7 +215,7 @@ def test_nothing_above_clearance_or_of_another_product_reaches_results_or_prompt
 def test_replay_and_trace_carry_the_product(pipeline, asker, demo_db):
     from datetime import date
 
-    from policydesk import disputes
+    from policydesk.proof import disputes
     from policydesk.storage.models import Trace
     from sqlalchemy.orm import Session
 

@@ -26,11 +26,11 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 import policydesk
-from policydesk import metrics
-from policydesk.access import clearance_for
+from policydesk.ops import metrics
+from policydesk.accounts.access import clearance_for
 from policydesk.evals.leaks import ChunkCatalog
 from policydesk.retrievers import chunk_vector_store
-from policydesk.users import add_user, get_user
+from policydesk.accounts.users import add_user, get_user
 from tests.api_helpers import change_role
 from tests.conftest import REPO, WEB_TODAY
 from tests.test_api_leaks import PROBES, SIU_QUESTION, _UnscopedPipeline

@@ -10,12 +10,12 @@ from datetime import date, datetime, timezone
 
 from sqlalchemy import text
 
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
-from policydesk.exports import export_traces, render, verify_export_lines
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
+from policydesk.proof.exports import export_traces, render, verify_export_lines
 from policydesk.reports.gaps import gaps_report
 from policydesk.reports.tables import report_rows
-from policydesk.tracing import write_trace
+from policydesk.proof.tracing import write_trace
 from tests.api_helpers import bearer, is_problem, make_token
 from tests.web_helpers import ask, by_class, find, text_of, token_of
 from tests.cli_helpers import run_cli

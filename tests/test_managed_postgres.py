@@ -16,19 +16,19 @@ from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
-from policydesk.access import ROLES, clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import ROLES, clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.config import Settings
 from policydesk.ingest import ingest_directory
 from policydesk.pipeline import build_pipeline
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.engine import create_database
 from policydesk.storage.managed import start_managed_cluster
 from policydesk.storage.migrate import MIGRATIONS, current_revision
 from policydesk.storage.security import check_secure_start, database_problems
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.conftest import CORPUS, REPO, WEB_TODAY
 
 QUESTIONS = [q["question"] for q in yaml.safe_load((REPO / "evals" / "golden_dev.yaml").read_text())["items"]][:12]

@@ -32,13 +32,13 @@ def _head() -> str:
 
 
 # What `serve` (each worker's lifespan), `ask` and every other command run first: open the configured
-# database with migrations applied (policydesk.runtime.open_migrated). Each child imports everything,
+# database with migrations applied (policydesk.ops.runtime.open_migrated). Each child imports everything,
 # says so, then waits until the test releases all of them at once (a line on stdin, written to every
 # child in turn once all are ready), so the starts collide as they do when hosts start together.
 _CHILD = """
 import sys
 from policydesk.config import get_settings
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 print("ready", flush=True)
 sys.stdin.readline()
 open_migrated(get_settings()).dispose()

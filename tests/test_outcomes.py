@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from policydesk.answer import AnswerWarning, AskResult, Citation, Claim
-from policydesk.outcomes import Abstained, Answered, Compared, Failed, Refused
-from policydesk.steps import Steps
+from policydesk.contract.answer import AnswerWarning, AskResult, Citation, Claim
+from policydesk.contract.answer import Abstained, Answered, Compared, Failed, Refused
+from policydesk.contract.steps import Steps
 
 
 def _citation(chunk_id: str) -> Citation:

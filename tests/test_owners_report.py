@@ -15,12 +15,12 @@ import pytest
 import yaml
 from sqlalchemy.orm import Session
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.ingest import IngestError, check_staleness, ingest_directory
 from policydesk.ingest.manifest import load_manifest
 from policydesk.reports.owners import owners_report
-from policydesk.tracing import write_trace
-from policydesk.users import add_user
+from policydesk.proof.tracing import write_trace
+from policydesk.accounts.users import add_user
 from tests.web_helpers import PASSWORD, find, sign_in
 from tests.cli_helpers import run_cli
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.evals.leaks import ChunkCatalog
 from policydesk.pipeline import AskPipeline
 from tests.conftest import WEB_TODAY

@@ -22,20 +22,20 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
-from policydesk import disputes
-from policydesk.access import ROLES, clearance_for
-from policydesk.answer import AskRequest
+from policydesk.proof import disputes
+from policydesk.accounts.access import ROLES, clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.config import Settings
 from policydesk.ingest import ingest_directory
 from policydesk.pipeline import build_pipeline
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.engine import create_database, embedded_server
 from policydesk.storage.models import Trace
 from policydesk.storage.scope import scoped_session
 from policydesk.storage.security import check_secure_start
-from policydesk.tracing import write_trace
-from policydesk.users import add_user
+from policydesk.proof.tracing import write_trace
+from policydesk.accounts.users import add_user
 from tests.conftest import REPO, WEB_TODAY
 from tests.pooler import start_pgbouncer
 from tests.test_ingest import _corpus, _entries

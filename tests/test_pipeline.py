@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
-from policydesk.tracing import purge_traces
-from policydesk.users import add_user, set_role
+from policydesk.proof.tracing import purge_traces
+from policydesk.accounts.users import add_user, set_role
 from tests.factories import TimeoutLLM
 
 TODAY = date(2026, 11, 29)

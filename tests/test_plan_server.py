@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
 from policydesk.providers import llm_for
 from policydesk.providers.openai_compatible import PlanServerLLM
@@ -94,7 +94,7 @@ def ask(plan_server, demo_db, settings, embed_model):
 def _rep(demo_db):
     from sqlalchemy.orm import Session
 
-    from policydesk.users import add_user, get_active_user
+    from policydesk.accounts.users import add_user, get_active_user
 
     with Session(demo_db.owner) as session, session.begin():
         if get_active_user(session, name="rep") is None:

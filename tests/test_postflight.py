@@ -10,7 +10,6 @@ import itertools
 import pytest
 
 from policydesk.synthesis.postflight import ACTION_ORDER, check_draft, combine
-from policydesk.answer import Claim
 from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 
 V2_ID = "POL-TF:v2:filing-limit"

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.dialects import postgresql
 
-from policydesk.access import ROLES, Clearance, clearance_for
+from policydesk.accounts.access import ROLES, Clearance, clearance_for
 from policydesk.storage.models import Chunk, DocumentVersion
 from policydesk.storage.predicate import access_clause, access_filters
 from policydesk.storage.scope import scoped_session

@@ -1,4 +1,4 @@
-"""The start-up warm-up of Postgres's cache (policydesk/storage/prewarm.py, policydesk/cache_warmup.py): after a restart it
+"""The start-up warm-up of Postgres's cache (policydesk/storage/prewarm.py, policydesk/ops/cache_warmup.py): after a restart it
 puts the dense index in shared buffers; a second worker waits for the first instead of reading it
 again; /readyz holds traffic while it reads and only notes a warm-up that failed or had nothing to do.
 
@@ -12,12 +12,12 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
-from policydesk import metrics
-from policydesk.cache_warmup import CacheWarmer
+from policydesk.ops import metrics
+from policydesk.ops.cache_warmup import CacheWarmer
 from policydesk.config import Settings
 from policydesk.ingest import ingest_directory
-from policydesk.readiness import readiness
-from policydesk.runtime import open_migrated
+from policydesk.ops.readiness import readiness
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.buffers import DENSE_INDEX
 from policydesk.storage.engine import embedded_server, stop_embedded_server
 from policydesk.storage.prewarm import PREWARM_LOCK, warm_dense_index

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.scope import permitted_scope
-from policydesk.tracing import purge_traces, write_trace
+from policydesk.proof.tracing import purge_traces, write_trace
 from tests.cli_helpers import run_cli
 
 REP = clearance_for("rep")
@@ -183,7 +183,7 @@ def test_answer_page_says_whether_the_trace_verifies(db, settings, embed_model):
     from sqlalchemy.orm import Session
 
     from policydesk.pipeline import build_pipeline
-    from policydesk.users import add_user
+    from policydesk.accounts.users import add_user
     from policydesk.web.app import create_app
     from tests.web_helpers import PASSWORD, by_class, sign_in
 

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
-from policydesk.question_dates import applied_dates, dates_in_question
-from policydesk.users import add_user
+from policydesk.reading.question_dates import applied_dates, dates_in_question
+from policydesk.accounts.users import add_user
 
 TODAY = date(2026, 9, 14)
 

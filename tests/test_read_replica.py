@@ -18,19 +18,19 @@ import yaml
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
-from policydesk import disputes
-from policydesk.access import ROLES, clearance_for
-from policydesk.answer import AskRequest
-from policydesk.citations import own_citation
+from policydesk.proof import disputes
+from policydesk.accounts.access import ROLES, clearance_for
+from policydesk.contract.answer import AskRequest
+from policydesk.proof.citations import own_citation
 from policydesk.config import Settings
-from policydesk.feedback import record_feedback
+from policydesk.proof.feedback import record_feedback
 from policydesk.ingest import ingest_directory
 from policydesk.pipeline import build_pipeline
-from policydesk.readiness import readiness
+from policydesk.ops.readiness import readiness
 from policydesk.storage.engine import embedded_server, open_database
 from policydesk.storage.models import Trace
 from policydesk.storage.scope import scoped_session
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.conftest import REPO, WEB_TODAY
 from tests.replica import start_standby, wait_replayed
 from tests.test_ingest import _corpus, _entries

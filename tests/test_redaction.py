@@ -10,8 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from policydesk.pipeline import AskRequest, build_pipeline
-from policydesk.refusal import RefusalGate
-from policydesk.users import add_user
+from policydesk.screening.refusal import RefusalGate
+from policydesk.accounts.users import add_user
 from tests.stored_chunks import DecliningLLM
 
 TODAY = date(2026, 11, 29)

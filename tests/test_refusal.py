@@ -15,10 +15,10 @@ from datetime import date
 import pytest
 import yaml
 
-from policydesk.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
+from policydesk.accounts.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
 from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold, predict
-from policydesk.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
-from policydesk.topics import CorpusTopicGate, question_hits
+from policydesk.screening.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
+from policydesk.screening.topics import CorpusTopicGate, question_hits
 from tests.conftest import CORPUS
 
 REGRESSION = load_cases("regression")
@@ -282,7 +282,7 @@ def test_too_long_checked_before_identifiers():
 
 
 def test_nearest_section_in_memory_matches_postgres(demo_db, embed_model, monkeypatch):
-    import policydesk.topics as topics
+    import policydesk.screening.topics as topics
 
     vector = embed_model.get_query_embedding("What case score opens a full fraud investigation?")
     in_memory = CorpusTopicGate(demo_db)
@@ -304,7 +304,7 @@ def test_nearest_in_postgres_never_counts_a_section_above_the_caller_as_permitte
     the hidden ones unless it is a call note (never a subject of its own)."""
     from sqlalchemy import text
 
-    from policydesk import topics
+    from policydesk.screening import topics
 
     clearance = clearance_for(role)
     with demo_db.owner.connect() as conn:

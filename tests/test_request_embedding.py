@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from policydesk.answer import AskRequest
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import RequestEmbedding, build_pipeline
 from policydesk.pipeline import AskPipeline
 from tests.conftest import WEB_TODAY
@@ -39,7 +39,7 @@ def counted(embed_model, monkeypatch):
 def rep(demo_db):
     from sqlalchemy.orm import Session
 
-    from policydesk.users import add_user
+    from policydesk.accounts.users import add_user
 
     with Session(demo_db.owner) as s, s.begin():
         add_user(s, name="reqemb-rep", role="rep", password="correct horse battery staple")

@@ -19,9 +19,9 @@ from policydesk.config import Settings
 from policydesk.ingest import ingest_directory
 from policydesk.ingest import ingest as ingest_module
 from policydesk.pipeline import build_pipeline
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.engine import embedded_server, stop_embedded_server
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.web.app import create_app
 from tests.conftest import table_counts
 from tests.test_ingest import _corpus, _entries

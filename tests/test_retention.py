@@ -14,7 +14,7 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
 from policydesk.storage.retention import purge_bookkeeping
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.api_helpers import make_token
 from tests.web_helpers import PASSWORD
 from tests.cli_helpers import run_cli

@@ -11,7 +11,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import QueryFusionRetriever
 from sqlalchemy import event, text
 
-from policydesk.access import ROLES, clearance_for
+from policydesk.accounts.access import ROLES, clearance_for
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.retrievers import HybridRetriever, chunk_vector_store, split_question
 from policydesk.storage.scope import permitted_scope

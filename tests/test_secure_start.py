@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from policydesk.config import Settings
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.engine import create_database
 from policydesk.storage.security import (
     InsecureStartError,

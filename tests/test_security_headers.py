@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.api_helpers import bearer, make_token
 from tests.web_helpers import PASSWORD, ask, free_port, parse, sign_in, token_of
 

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from policydesk.storage.engine import embedded_server
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.api_helpers import bearer, make_token
 from tests.serve_helpers import METRICS_TOKEN
 from tests.web_helpers import PASSWORD

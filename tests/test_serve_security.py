@@ -27,8 +27,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.exports import export_traces, render
-from policydesk.users import add_user, disable_user, set_password, set_role
+from policydesk.proof.exports import export_traces, render
+from policydesk.accounts.users import add_user, disable_user, set_password, set_role
 from tests.api_helpers import bearer, make_token
 from tests.serve_helpers import LogSince, serve_env, start_serve, stop_serve, wait_started
 from tests.web_helpers import PASSWORD, by_class, csrf_from, text_of

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.engine import stop_embedded_server
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.web_helpers import PASSWORD, csrf_from, text_of
 
 pytestmark = pytest.mark.slow

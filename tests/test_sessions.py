@@ -24,9 +24,9 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
 from policydesk.config import Settings
-from policydesk.runtime import open_migrated
+from policydesk.ops.runtime import open_migrated
 from policydesk.storage.models import User
-from policydesk.users import add_user, disable_user, enable_user
+from policydesk.accounts.users import add_user, disable_user, enable_user
 from policydesk.web.app import create_app
 from tests.web_helpers import PASSWORD, csrf_from, find, text_of
 from tests.cli_helpers import run_cli

@@ -10,12 +10,12 @@ from datetime import date
 import pytest
 from sqlalchemy.orm import Session
 
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
 from policydesk.postprocessors import ContextReport, VersionResolver
 from policydesk.postprocessors.versions import doc_id_of
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.versions import NoVersionInForce, VersionLookup
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 

@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from policydesk.sso import REFUSED_NO_ROLE
+from policydesk.accounts.sso import REFUSED_NO_ROLE
 from policydesk.storage.models import User, WebSession
-from policydesk.users import add_user, set_role
+from policydesk.accounts.users import add_user, set_role
 from policydesk.web.app import create_app
 from tests.web_helpers import PASSWORD, find, text_of
 

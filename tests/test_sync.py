@@ -16,7 +16,7 @@ from policydesk.ingest import ingest_directory
 from policydesk.ingest.plan import file_sha256
 from policydesk.ingest.sync import SyncReport, sync_directory, sync_every
 from policydesk.storage.models import AuditEntry, Chunk, DocumentVersion
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.api_helpers import bearer, is_problem, make_token
 from tests.cli_helpers import run_cli
 

@@ -37,7 +37,7 @@ import policydesk
 from policydesk.cli import app
 from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.models import AuditEntry, Chunk, Document, DocumentVersion
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from tests.api_helpers import bearer, make_token
 
 CLI = os.path.join(os.path.dirname(sys.executable), "policydesk")
@@ -200,7 +200,7 @@ def test_a_copy_listed_beside_its_original_is_refused_and_an_indexed_one_is_name
 
 def _cited_trace(db, doc_id: str) -> uuid.UUID:
     """A rep's answer citing the source, written as the pipeline writes traces (hash-chained)."""
-    from policydesk.tracing import write_trace
+    from policydesk.proof.tracing import write_trace
 
     with Session(db.owner) as session:
         chunk = session.scalars(select(Chunk).where(Chunk.doc_id == doc_id).order_by(Chunk.id)).first()
@@ -221,7 +221,7 @@ def test_sync_retire_takes_a_source_out_of_service_audited_and_the_proof_still_v
         db, root, cli, embed_model):
     from datetime import date
 
-    from policydesk import disputes
+    from policydesk.proof import disputes
 
     (root / "alpha.md").write_text(ALPHA)
     (root / "beta.md").write_text(BETA)

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 import policydesk
-from policydesk.users import add_user, get_active_user
+from policydesk.accounts.users import add_user, get_active_user
 from tests.conftest import WEB_TODAY
 from tests.stored_chunks import V2_ID, V2_QUOTE, ScriptedLLM
 

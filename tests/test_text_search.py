@@ -14,7 +14,7 @@ from sqlalchemy.exc import ProgrammingError
 
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
 
-from policydesk.access import ROLES, Clearance, clearance_for
+from policydesk.accounts.access import ROLES, Clearance, clearance_for
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.scoped import ArmConfig
 from policydesk.retrievers.text import IndexedTextRetriever, or_query

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from policydesk.users import add_user
+from policydesk.accounts.users import add_user
 from policydesk.web.app import create_app
 from tests.api_helpers import bearer, make_token
 from tests.web_helpers import PASSWORD
@@ -70,7 +70,7 @@ def test_restricted_subject_and_made_up_subject_read_alike(api, tokens, demo_db,
 
 def test_the_gate_still_fires_for_the_restricted_subject(demo_db, pipeline):
     # Without this the pairs above would pass on a gate that never fires.
-    from policydesk.access import clearance_for
+    from policydesk.accounts.access import clearance_for
 
     assert pipeline.gate.screen("What does the fraud referral procedure say?", clearance_for("rep")).topic_gated
     assert not pipeline.gate.screen("What does the fitness referral procedure say?", clearance_for("rep")).topic_gated

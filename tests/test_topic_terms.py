@@ -11,12 +11,12 @@ import yaml
 from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 
-from policydesk.access import ACCESS_LEVELS, ROLES, clearance_for
+from policydesk.accounts.access import ACCESS_LEVELS, ROLES, clearance_for
 from policydesk.ingest import ingest_directory
-from policydesk.readiness import readiness
+from policydesk.ops.readiness import readiness
 from policydesk.storage.scope import permitted_scope
-from policydesk.topic_terms import catch_up, catch_up_database
-from policydesk.topics import CorpusTopicGate
+from policydesk.screening.topic_terms import catch_up, catch_up_database
+from policydesk.screening.topics import CorpusTopicGate
 
 PUBLIC = "# Claim Corrections\n\n## Corrected Claims\n\nA corrected claim must be sent within sixty days of the original denial.\n"
 RESTRICTED = ("# Broker Commission Clawback\n\n## Clawback Schedule\n\nBroker commission clawback applies when a policy "
@@ -196,7 +196,7 @@ def test_initials_are_looked_up_in_the_callers_scope_and_follow_the_corpus(db, e
 
 def test_a_large_catch_up_vacuums_the_queue_it_emptied(db, monkeypatch):
     """The queue's deleted rows would be read by every pending count until autovacuum came."""
-    import policydesk.topic_terms as topic_terms
+    import policydesk.screening.topic_terms as topic_terms
 
     with db.owner.begin() as conn:
         _queue_every_chunk(conn)
@@ -212,8 +212,8 @@ def test_a_large_catch_up_vacuums_the_queue_it_emptied(db, monkeypatch):
 def test_phrases_are_the_kept_ngrams_once_per_occurrence():
     from collections import Counter
 
-    from policydesk.topic_terms import ngrams, phrases, term
-    from policydesk.words import STOPWORDS, normalize
+    from policydesk.screening.topic_terms import ngrams, phrases, term
+    from policydesk.screening.words import STOPWORDS, normalize
 
     def kept(gram: tuple[str, ...]) -> bool:
         return len(gram) > 1 and gram[0] not in STOPWORDS and gram[-1] not in STOPWORDS

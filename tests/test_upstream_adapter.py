@@ -9,7 +9,7 @@ import pytest
 from llama_index.core.vector_stores.types import VectorStoreQuery
 from sqlalchemy import create_engine, event
 
-from policydesk.access import ROLES, clearance_for
+from policydesk.accounts.access import ROLES, clearance_for
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.pipelined import compiled, scoped_reads
 from policydesk.storage.predicate import access_filters

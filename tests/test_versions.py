@@ -16,7 +16,7 @@ import yaml
 from sqlalchemy import text
 from sqlalchemy import event
 
-from policydesk.access import Clearance, clearance_for
+from policydesk.accounts.access import Clearance, clearance_for
 from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.versions import NoVersionInForce, VersionLookup, compare_versions, display_window, in_force_on

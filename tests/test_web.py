@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from policydesk.storage.models import AuditEntry, Trace
-from policydesk.users import set_role
+from policydesk.accounts.users import set_role
 from tests.web_helpers import PASSWORD, ask, by_class, csrf_from, find, parse, sign_in, text_of, token_of  # noqa: F401
 
 TODAY = date(2026, 11, 29)

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from policydesk.access import Clearance, clearance_for
+from policydesk.accounts.access import Clearance, clearance_for
 from policydesk.versions import (
     NoVersionInForce,
     NoVisibleVersion,

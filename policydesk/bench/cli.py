@@ -72,7 +72,7 @@ def bench_command(
     from policydesk.bench.memory import process_peak_rss_bytes
     from policydesk.config import get_settings
     from policydesk.providers import llm_for, offline_embedding
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
     from policydesk.storage.engine import create_database, owner_url
 
     settings = get_settings()

@@ -45,7 +45,7 @@ class Case:
                          line_of_business=self.product)
 
 
-# Selectivity cases, then each role's own filter (policydesk/access.py): the rep's is the ~88% case.
+# Selectivity cases, then each role's own filter (policydesk/accounts/access.py): the rep's is the ~88% case.
 CASES = (
     Case("compliance_nonsensitive_~1pct", ("compliance",), False),
     Case("compliance_~2pct", ("compliance",), True),

@@ -46,7 +46,7 @@ from policydesk.ingest.chunking import embed_text
 from policydesk.ingest.chunks import make_node, row_metadata
 from policydesk.storage.buffers import DENSE_INDEX as HNSW_INDEX
 from policydesk.storage.chunk_ids import chunk_id
-from policydesk.topic_terms import catch_up_database
+from policydesk.screening.topic_terms import catch_up_database
 
 LEVELS = ("public", "internal", "restricted", "compliance")
 LEVEL_P = (0.50, 0.38, 0.10, 0.02)

@@ -48,16 +48,16 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
 
-from policydesk.access import clearance_for
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import clearance_for
+from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import AskPipeline
 from policydesk.postprocessors import VersionResolver
 from policydesk.postprocessors.guard import ClearanceGuard
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
-from policydesk.tracing import write_trace
-from policydesk.users import add_user, get_user
+from policydesk.proof.tracing import write_trace
+from policydesk.accounts.users import add_user, get_user
 from policydesk.versions import VersionLookup
 
 REPO = Path(__file__).resolve().parents[2]

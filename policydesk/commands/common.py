@@ -24,7 +24,7 @@ def _database(*, serving: bool = False):
     Commands that answer or serve (`serving=True`) first check that the security layers are on
     and refuse to start, one line per problem, if they are not.
     """
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
     from policydesk.storage.security import InsecureStartError, check_secure_start
 
     db = None
@@ -47,7 +47,7 @@ def _database(*, serving: bool = False):
 
 
 def _parse_date(value: Optional[str], label: str) -> Optional[date]:
-    from policydesk.dates import DateInputError, parse_input_date
+    from policydesk.reading.dates import DateInputError, parse_input_date
 
     try:
         return parse_input_date(value, label)

@@ -17,8 +17,8 @@ report_app = typer.Typer(help="Reports for policy owners and compliance.", no_ar
 
 def _clearance_as(db, as_user: Optional[str]):
     """The clearance a report is computed with: that active user's, else compliance (the operator)."""
-    from policydesk.access import clearance_for
-    from policydesk.users import get_active_user
+    from policydesk.accounts.access import clearance_for
+    from policydesk.accounts.users import get_active_user
 
     if not as_user:
         return clearance_for("compliance")

@@ -12,7 +12,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 def prepare_metrics_dir(data_dir: Path) -> Path:
     """An empty DATA_DIR/metrics, named in the environment the workers inherit, so every worker
-    writes its samples there and a scrape sums them (policydesk/metrics.py). Emptied first:
+    writes its samples there and a scrape sums them (policydesk/ops/metrics.py). Emptied first:
     samples left by an earlier run would be summed in. Workers are new processes and read it at
     their first import; this process uses it only if it has not imported prometheus_client yet
     (`demo` has, and serves in-process, where its own registry is the whole truth)."""

@@ -30,8 +30,8 @@ def tokens_create(user: str,
                   label: Annotated[str, typer.Option("--label", help="What the token is for, e.g. the tool using it.")] = "") -> None:
     """Create a token for USER. It is printed once and cannot be shown again (only its hash is kept)."""
     from policydesk.config import get_settings
-    from policydesk.tokens import TokenError, create_token
-    from policydesk.users import UserError
+    from policydesk.accounts.tokens import TokenError, create_token
+    from policydesk.accounts.users import UserError
 
     days = expires if expires is not None else get_settings().API_TOKEN_DEFAULT_DAYS
     try:
@@ -46,7 +46,7 @@ def tokens_create(user: str,
 @tokens_app.command("list")
 def tokens_list(user: Annotated[Optional[str], typer.Argument(help="Only this user's tokens.")] = None) -> None:
     """Key id, user, label, created, expires, revoked and last used of each token (never the token)."""
-    from policydesk.tokens import list_tokens
+    from policydesk.accounts.tokens import list_tokens
 
     now = datetime.now(timezone.utc)
     with _owner_session() as session:
@@ -60,7 +60,7 @@ def tokens_list(user: Annotated[Optional[str], typer.Argument(help="Only this us
 @tokens_app.command("revoke")
 def tokens_revoke(key_id: str) -> None:
     """Revoke a token by its key id (from `tokens list`); its next request is refused."""
-    from policydesk.tokens import TokenError, revoke_token
+    from policydesk.accounts.tokens import TokenError, revoke_token
 
     try:
         with _owner_session() as session:

@@ -22,7 +22,7 @@ def traces_purge(older_than: Annotated[Optional[int], typer.Option("--older-than
     audit entry are recorded, so `traces verify` still holds."""
     import getpass
 
-    from policydesk.tracing import purge_traces
+    from policydesk.proof.tracing import purge_traces
 
     days = older_than if older_than is not None else get_settings().TRACE_RETENTION_DAYS
     if days <= 0:
@@ -44,7 +44,7 @@ def traces_export(
     """Export traces for auditors, each with its hash-chain link (verify offline: docs/security.md)."""
     import getpass
 
-    from policydesk.exports import FORMATS, export_traces, render
+    from policydesk.proof.exports import FORMATS, export_traces, render
 
     if fmt not in FORMATS:
         _fail(f"--format must be one of: {', '.join(FORMATS)}")

@@ -1,6 +1,6 @@
 """Text detectors: member identifiers, claim-action and claim-decision language, out of scope.
 
-Pure functions of text, no I/O and no role: the refusal gate (`policydesk.refusal`),
+Pure functions of text, no I/O and no role: the refusal gate (`policydesk.screening.refusal`),
 the ingester and the post-flight check all ask these, and decide for themselves what
 a hit means.
 """

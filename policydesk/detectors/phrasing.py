@@ -3,7 +3,7 @@ a request for information, the specific case and the deadline a request names, a
 action verbs.
 
 Pure text functions shared by the claim-action detector (`policydesk.detectors.claims`) and the
-intent classifier (`policydesk.intent`), which decide what a framing means for them. For example, a
+intent classifier (`policydesk.screening.intent`), which decide what a framing means for them. For example, a
 rep asking what to tell a member who "asked me to just approve it" is asking for information, not
 asking PolicyDesk to approve anything.
 """

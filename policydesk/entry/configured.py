@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 from sqlalchemy.orm import Session
 
-from policydesk.access import Clearance, clearance_for
-from policydesk.dates import DateInputError
+from policydesk.accounts.access import Clearance, clearance_for
+from policydesk.reading.dates import DateInputError
 from policydesk.products import checked_product
 from policydesk.storage.engine import Database
-from policydesk.users import get_active_user
+from policydesk.accounts.users import get_active_user
 from policydesk.versions import entered_dates as checked_dates
 
 
@@ -21,7 +21,7 @@ class EntryError(ValueError):
 
 def open_configured(settings) -> Database:
     """The migrated configured database, refused (`InsecureStartError`) unless every security layer is on."""
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
     from policydesk.storage.security import check_secure_start
 
     db = open_migrated(settings)

@@ -32,7 +32,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import QueryEngineTool, ToolMetadata, ToolOutput
 from pydantic import BaseModel, ConfigDict, Field
 
-from policydesk.answer import AskRequest, AskResult, Citation
+from policydesk.contract.answer import AskRequest, AskResult, Citation
 from policydesk.entry.configured import entered_dates, open_configured, user_clearance
 from policydesk.pipeline import AskPipeline, build_pipeline
 from policydesk.versions.bases import BASIS_KEYS

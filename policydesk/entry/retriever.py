@@ -33,17 +33,17 @@ from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionRes
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.chunk_ids import doc_id_of
-from policydesk.access import UnknownRoleError, clearance_for
+from policydesk.accounts.access import UnknownRoleError, clearance_for
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.guard_read import CallerChunks
 from policydesk.versions import VersionLookup
 
-MISSING_CLEARANCE = ("PolicyRetriever needs the caller's Clearance (policydesk.access.clearance_for(role), or "
+MISSING_CLEARANCE = ("PolicyRetriever needs the caller's Clearance (policydesk.accounts.access.clearance_for(role), or "
                      "policydesk.retriever(user) to read it from the user's stored role); got {got}. Without one "
                      "nothing limits what it ranks.")
 
 
-HAND_BUILT_CLEARANCE = ("PolicyRetriever takes a Clearance only as policydesk.access.clearance_for({role!r}) grants "
+HAND_BUILT_CLEARANCE = ("PolicyRetriever takes a Clearance only as policydesk.accounts.access.clearance_for({role!r}) grants "
                         "it (optionally limited to a product); a hand-built one is refused. policydesk.retriever(user) "
                         "reads it from the user's stored role.")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.providers.passages import PassageReader
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.guard_read import CallerChunks

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 
 SAFETY_MARGIN = 0.02  # room for embedding noise between runs and model versions

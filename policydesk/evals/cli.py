@@ -25,7 +25,7 @@ DEMO_CORPUS = REPO / "corpus"
 def _fresh_database(settings, corpus: Path, embed_model):
     """A new database holding only `corpus`, so the system is measured on that data alone."""
     from policydesk.ingest import ingest_directory
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
     from policydesk.storage.engine import create_database
 
     name = "policydesk_eval_" + datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S") + "_" + secrets.token_hex(2)
@@ -61,7 +61,7 @@ def eval_command(
     from policydesk.evals.harness import run_eval, write_results
     from policydesk.ingest import IngestError, ingest_directory
     from policydesk.providers import embedding_for, llm_for
-    from policydesk.runtime import open_migrated
+    from policydesk.ops.runtime import open_migrated
 
     settings = get_settings()
     if split not in SPLITS:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from sqlalchemy import text
 
-from policydesk.access import ROLES
+from policydesk.accounts.access import ROLES
 
 BUCKETS: tuple[str, ...] = ("easy_lookup", "cross_document", "conflicting_sources", "stale_policy", "must_refuse")
 DATE_FIELDS = ("date_of_service", "denial_notice_date")

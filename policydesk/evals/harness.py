@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from policydesk.access import ROLES
-from policydesk.answer import AskRequest
+from policydesk.accounts.access import ROLES
+from policydesk.contract.answer import AskRequest
 from policydesk.evals.baseline import NaiveBaseline
 from policydesk.evals.calibrate import calibrate
 from policydesk.evals.golden import Golden, GoldenItem, check_against_db, load_golden
@@ -41,7 +41,7 @@ def eval_user(role: str) -> str:
 
 def ensure_eval_users(db) -> dict[str, str]:
     """One eval user per role, created through the owner engine if missing."""
-    from policydesk.users import add_user, get_user, set_role
+    from policydesk.accounts.users import add_user, get_user, set_role
 
     with Session(db.owner) as session, session.begin():
         for role in ROLES:

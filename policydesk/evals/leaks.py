@@ -15,8 +15,8 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from sqlalchemy import text
 
-from policydesk import metrics
-from policydesk.access import ROLES, clearance_for
+from policydesk.ops import metrics
+from policydesk.accounts.access import ROLES, clearance_for
 
 STAGES = ("retrieval", "prompt", "answer")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -18,7 +18,7 @@ from llama_index.core.llms import CustomLLM
 
 from policydesk.evals.golden import GoldenItem
 from policydesk.evals.metrics import key_fact_present
-from policydesk.language import sentences
+from policydesk.reading.language import sentences
 from policydesk.providers.passages import PassageReader
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer, DraftRequest
 

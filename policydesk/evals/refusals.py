@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from policydesk.access import clearance_for
+from policydesk.accounts.access import clearance_for
 
 REPO = Path(__file__).resolve().parents[2]
 SPLITS: dict[str, Path] = {
@@ -119,7 +119,7 @@ def out_of_fold(gate, cases: list[dict], k: int = 5, **classifier_options) -> Re
     one does. Everything else in `gate` (identifier detectors, rules, topic gate) is used as is.
     The gate's classifier is put back afterwards.
     """
-    from policydesk.intent import IntentClassifier, training_pairs
+    from policydesk.screening.intent import IntentClassifier, training_pairs
 
     fitted = gate.intent
     embed = fitted._embed if fitted is not None else None

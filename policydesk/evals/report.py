@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from policydesk.access import ROLES
+from policydesk.accounts.access import ROLES
 from policydesk.evals.golden import BUCKETS
 from policydesk.evals.records import EvalRun, ItemRecord, bucket_score
 

@@ -26,13 +26,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from policydesk import metrics
+from policydesk.ops import metrics
 from policydesk.extensions.context import ComponentContext
 from policydesk.extensions.registry import Extensions
 from policydesk.postprocessors.guard import ClearanceGuard, GuardReport
 from policydesk.retrievers.hybrid import DENSE_ARM, TEXT_ARM, HybridRetriever, RetrievalResult
 from policydesk.storage.clearance import Clearance
-from policydesk.tracing import current_trace
+from policydesk.proof.tracing import current_trace
 
 log = logging.getLogger(__name__)
 

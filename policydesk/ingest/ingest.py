@@ -30,7 +30,7 @@ from policydesk.ingest.plan import PlannedSource, file_sha256, plan_source
 from policydesk.ingest.tokens import budget_for
 from policydesk.storage.clearance import ACCESS_LEVELS
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
-from policydesk.topic_terms import catch_up
+from policydesk.screening.topic_terms import catch_up
 
 __all__ = ["IngestReport", "file_sha256", "ingest_directory", "plan_directory"]
 

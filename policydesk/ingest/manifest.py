@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from policydesk.access import ACCESS_LEVELS
+from policydesk.accounts.access import ACCESS_LEVELS
 from policydesk.storage.clearance import PRODUCT_NAME
 from policydesk.ingest.errors import IngestError
 from policydesk.versions.bases import BASIS_KEYS

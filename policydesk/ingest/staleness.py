@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from policydesk.answer import AnswerWarning
+from policydesk.contract.answer import AnswerWarning
 from policydesk.config import get_settings
 from policydesk.ingest.errors import IngestError
 from policydesk.ingest.plan import file_sha256

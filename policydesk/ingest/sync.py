@@ -35,7 +35,7 @@ from policydesk.ingest.plan import file_sha256
 from policydesk.ingest.staleness import check_staleness
 from policydesk.storage.audit import insert_audit
 from policydesk.storage.models import Chunk, Document, DocumentVersion
-from policydesk.topic_terms import catch_up
+from policydesk.screening.topic_terms import catch_up
 
 log = logging.getLogger("policydesk.sync")
 

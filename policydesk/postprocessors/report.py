@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policydesk.answer import AnswerWarning
+from policydesk.contract.answer import AnswerWarning
 from policydesk.versions import NoVersionInForce
 
 

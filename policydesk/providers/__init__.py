@@ -2,7 +2,8 @@
 
 - `policydesk.providers.local`: the offline embedding model and LlamaIndex's offline tokenizer.
 - `policydesk.providers.passages`: the offline reader (the policy text in force, its likely
-  sentence marked), used when no model is configured.
+  sentence marked), used when no model is configured; `policy_text.PolicyTextSynthesizer` is
+  its LlamaIndex synthesizer for a developer's own composition.
 - `policydesk.providers.gemini`: Gemini embeddings and LLM wiring; imported on demand here,
   only when a key is configured, because it pulls in google-genai.
 - `policydesk.providers.openai_compatible`: a model on the plan's own OpenAI-compatible server.

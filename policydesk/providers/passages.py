@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.answer import Passage
-from policydesk.language import question_parts, sentence_spans, subsection_spans, terms
+from policydesk.contract.answer import Passage
+from policydesk.reading.language import question_parts, sentence_spans, subsection_spans, terms
 from policydesk.providers.local import VectorCache
 from policydesk.storage.chunk_ids import doc_id_of
 

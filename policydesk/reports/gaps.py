@@ -19,7 +19,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import text
 
-from policydesk.access import Clearance
+from policydesk.accounts.access import Clearance
 from policydesk.reports.clusters import QuestionCluster, cluster_questions
 from policydesk.storage import sources
 from policydesk.storage.chunk_ids import doc_id_of_chunk

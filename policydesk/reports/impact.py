@@ -23,8 +23,8 @@ from datetime import date, timezone
 
 from sqlalchemy import select
 
-from policydesk import disputes
-from policydesk.access import Clearance
+from policydesk.proof import disputes
+from policydesk.accounts.access import Clearance
 from policydesk.ingest.chunks import sha256_text
 from policydesk.reports.gaps import period_bounds
 from policydesk.storage import sources

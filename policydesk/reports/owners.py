@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta, timezone
 from pathlib import Path
 
-from policydesk.access import Clearance
+from policydesk.accounts.access import Clearance
 from policydesk.ingest.manifest import load_manifest
 from policydesk.reports.clusters import QuestionCluster
 from policydesk.reports.gaps import gaps_report

@@ -4,7 +4,7 @@
 degraded and why, the best dense similarity the abstain threshold reads, what each arm returned,
 and its timings). LlamaIndex's `retrieve()` / `aretrieve()` return the same body's nodes. Both
 open a span and fire the retrieval start/end events and one `HybridRetrievalEvent` for
-observers (`policydesk.instrumentation` times the span and records the ids); nothing reads a
+observers (`policydesk.proof.instrumentation` times the span and records the ids); nothing reads a
 result back from them.
 
 If the query embedding fails, retrieval falls back to the full-text arm (same predicate) and

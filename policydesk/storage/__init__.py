@@ -1,7 +1,7 @@
 """Storage: SQLAlchemy models, Alembic migrations, engines, the access predicate and the row-level-security scope.
 
 The predicate builder is imported from `policydesk.storage.predicate` where it is used, not
-re-exported here: its LlamaIndex rendering pulls in llama_index, and `policydesk.access`
+re-exported here: its LlamaIndex rendering pulls in llama_index, and `policydesk.accounts.access`
 (imported by every CLI command) reaches this package through `Clearance`.
 """
 

@@ -2,7 +2,7 @@
 
 The value type lives in storage because every scoped read is built from it here (the SQL
 predicate, the PGVectorStore filters, the row-level-security settings) and storage imports
-nothing above itself. Which role gets which clearance is decided in `policydesk.access`.
+nothing above itself. Which role gets which clearance is decided in `policydesk.accounts.access`.
 """
 
 from __future__ import annotations

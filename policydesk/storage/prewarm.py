@@ -9,7 +9,7 @@ this works on any Postgres with pgvector's iterative scans. The text arm's and t
 tables are then read whole (small next to the cache; Postgres reads a table larger than a quarter
 of shared_buffers through a small ring instead, so those are left to the questions).
 
-Every worker of `serve` runs one (policydesk/cache_warmup.py); a session advisory lock makes the
+Every worker of `serve` runs one (policydesk/ops/cache_warmup.py); a session advisory lock makes the
 first do the reading and the others wait for it, so /readyz turns ready in all of them when the
 cache is warm.
 """

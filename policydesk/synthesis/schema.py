@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from policydesk.answer import Claim, Quote
+from policydesk.contract.answer import Claim, Quote
 
 
 class ModelQuote(BaseModel):

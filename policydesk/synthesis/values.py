@@ -15,7 +15,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from policydesk.language import NUMBER_PHRASE, words_value
+from policydesk.reading.language import NUMBER_PHRASE, words_value
 from policydesk.versions.durations import parse_durations
 
 Value = tuple[str, object]  # (kind, normalised value)

@@ -40,7 +40,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     async def lifespan(app: FastAPI):
         owned = None
         if app.state.db is None:
-            from policydesk.runtime import open_migrated
+            from policydesk.ops.runtime import open_migrated
 
             from policydesk.storage.security import check_secure_start
 
@@ -49,7 +49,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
             if settings.PREWARM_ON_START and owned.replica is not None:
                 log.info("no cache warm-up: retrieval reads the replica, whose cache is its own server's")
             elif settings.PREWARM_ON_START:
-                from policydesk.cache_warmup import CacheWarmer
+                from policydesk.ops.cache_warmup import CacheWarmer
 
                 app.state.warmer = CacheWarmer(owned.owner).start()
         if app.state.pipeline is None:

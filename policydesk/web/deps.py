@@ -2,7 +2,7 @@
 session already scoped to the caller's clearance.
 
 The signed session cookie holds a random session id and the CSRF token; never the user's name
-or role. The session itself is a row in Postgres (`policydesk.sessions`), read on every request
+or role. The session itself is a row in Postgres (`policydesk.accounts.sessions`), read on every request
 together with the user's current role: sign-out, a new password, a role change or disabling the
 account end it for every copy of the cookie on every worker, and the idle and absolute limits
 are checked against the row (OWASP ASVS 4.0, 3.3.1-3.3.3; docs/design.md, step 1).
@@ -19,8 +19,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
-from policydesk import sessions
-from policydesk.access import Clearance, clearance_for
+from policydesk.accounts import sessions
+from policydesk.accounts.access import Clearance, clearance_for
 from policydesk.pipeline import AskPipeline
 from policydesk.storage.engine import Database
 from policydesk.storage.scope import scoped_session

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from policydesk.logs import REQUEST_ID_HEADER, request_context, request_id_from
+from policydesk.ops.logs import REQUEST_ID_HEADER, request_context, request_id_from
 
 _HEADER = REQUEST_ID_HEADER.lower().encode()
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -73,7 +73,7 @@ def method_label(scope) -> str:
 
 
 def _observe(scope, status: int, seconds: float) -> None:
-    from policydesk import metrics
+    from policydesk.ops import metrics
 
     metrics.HTTP_REQUEST_SECONDS.labels(method=method_label(scope), route=route_template(scope),
                                         status=str(status)).observe(seconds)

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
-from policydesk.access import Clearance
+from policydesk.accounts.access import Clearance
 from policydesk.products import product_label, products_text
 from policydesk.storage import sources
 from policydesk.storage.models import OPEN_END

@@ -12,8 +12,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from policydesk.answer import AskRequest
-from policydesk.citations import own_citation
+from policydesk.contract.answer import AskRequest
+from policydesk.proof.citations import own_citation
 from policydesk.versions import BASIS_KEYS, display_window
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems

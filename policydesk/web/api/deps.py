@@ -16,9 +16,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
-from policydesk import tokens
-from policydesk.storable import echoable, screened
-from policydesk.ratelimit import RatePolicy, admit
+from policydesk.accounts import tokens
+from policydesk.screening.storable import echoable, screened
+from policydesk.accounts.ratelimit import RatePolicy, admit
 from policydesk.web.api.problems import ApiProblem
 from policydesk.web.deps import DbDep, Staff, now
 

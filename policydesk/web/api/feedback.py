@@ -1,6 +1,6 @@
 """POST /api/v1/feedback: "helpful" or "wrong or unclear" on one of the caller's own answers.
 
-The same service as the ask page's feedback form (policydesk/feedback.py): append-only, only on
+The same service as the ask page's feedback form (policydesk/proof/feedback.py): append-only, only on
 one's own asks, and a note in which an identifier detector fires is refused and not stored.
 """
 
@@ -11,7 +11,7 @@ import uuid
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from policydesk.feedback import FeedbackError, NotYourAnswer, record_feedback
+from policydesk.proof.feedback import FeedbackError, NotYourAnswer, record_feedback
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
 from policydesk.web.api.schemas import FeedbackBody, FeedbackOut

@@ -15,8 +15,8 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from policydesk import disputes
-from policydesk.storable import screened, screened_param
+from policydesk.proof import disputes
+from policydesk.screening.storable import screened, screened_param
 from policydesk.web.api.schemas import Problem
 
 log = logging.getLogger(__name__)

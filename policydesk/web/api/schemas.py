@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from policydesk.answer import Passage, WarningKind
+from policydesk.contract.answer import Passage, WarningKind
 
 DATE = {"format": "date", "examples": ["2025-11-03"]}
 

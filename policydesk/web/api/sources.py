@@ -19,11 +19,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from policydesk import disputes
+from policydesk.proof import disputes
 from policydesk.ingest.errors import IngestError
 from policydesk.ingest.sync import UnknownSources, listed_sources
 from policydesk.ingest.worker import Notice, SyncWorker
-from policydesk.storable import echoable
+from policydesk.screening.storable import echoable
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
 from policydesk.web.deps import Staff

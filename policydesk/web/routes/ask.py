@@ -7,10 +7,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request
 
-from policydesk.citations import own_citation
-from policydesk.feedback import REASONS
-from policydesk.answer import AskRequest
-from policydesk.refusal import QUESTION_TOO_LONG_MESSAGE
+from policydesk.proof.citations import own_citation
+from policydesk.proof.feedback import REASONS
+from policydesk.contract.answer import AskRequest
+from policydesk.screening.refusal import QUESTION_TOO_LONG_MESSAGE
 from policydesk.web.deps import CurrentUser, DbDep, PipelineDep, ScopedSession
 from policydesk.web.limits import body_too_large
 from policydesk.web.templating import render

@@ -1,4 +1,4 @@
-"""Sign in (argon2 via policydesk.users.authenticate, throttled via policydesk.throttle) and sign out."""
+"""Sign in (argon2 via policydesk.accounts.users.authenticate, throttled via policydesk.accounts.throttle) and sign out."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
-from policydesk.throttle import Lock, ThrottlePolicy, active_lock, record_attempt, serialize_account
-from policydesk.users import authenticate
+from policydesk.accounts.throttle import Lock, ThrottlePolicy, active_lock, record_attempt, serialize_account
+from policydesk.accounts.users import authenticate
 from policydesk.web.deps import SIGNED_OUT_KEY, SIGNED_OUT_REASONS, DbDep, end_session, now, start_session
 from policydesk.web.templating import render
 

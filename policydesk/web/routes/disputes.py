@@ -13,9 +13,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 
-from policydesk import disputes, exports
-from policydesk.dates import DateInputError, parse_input_date
-from policydesk.feedback import feedback_for
+from policydesk.proof import disputes
+
+from policydesk.proof import exports
+from policydesk.reading.dates import DateInputError, parse_input_date
+from policydesk.proof.feedback import feedback_for
 from policydesk.products import UnknownLineOfBusiness, checked_product, product_label, valid_products
 from policydesk.storage.models import Trace
 from policydesk.versions import basis_title

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 
-from policydesk.feedback import REASONS, FeedbackError, record_feedback
+from policydesk.proof.feedback import REASONS, FeedbackError, record_feedback
 from policydesk.web.deps import CurrentUser, DbDep
 from policydesk.web.templating import render
 

@@ -9,8 +9,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from policydesk import metrics
-from policydesk.readiness import readiness
+from policydesk.ops import metrics
+from policydesk.ops.readiness import readiness
 
 router = APIRouter(tags=["ops"])
 

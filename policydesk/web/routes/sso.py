@@ -2,7 +2,7 @@
 
 /login/sso sends the browser to the identity provider with a fresh state and nonce (kept in
 the signed session); /login/sso/callback exchanges the code, has Authlib verify the ID token,
-and hands its claims to `policydesk.sso.sign_in`. Present only when POLICYDESK_OIDC_ISSUER is set.
+and hands its claims to `policydesk.accounts.sso.sign_in`. Present only when POLICYDESK_OIDC_ISSUER is set.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from policydesk import sso
+from policydesk.accounts import sso
 from policydesk.web.deps import DbDep, start_session
 from policydesk.web.routes.auth import safe_next
 from policydesk.web.templating import render

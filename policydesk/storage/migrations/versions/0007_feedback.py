@@ -1,7 +1,7 @@
 """Answer feedback from staff: append-only, tied to a trace, read under the traces' RLS rule.
 
 One row per "helpful" / "wrong or unclear" with an optional reason and a note. The note is
-screened by the question's identifier detectors before it is stored (policydesk/feedback.py),
+screened by the question's identifier detectors before it is stored (policydesk/proof/feedback.py),
 so no member identifier is ever written here. The app role may insert and read, never change or
 delete; staff read their own feedback, compliance all (the same settings as `traces`).
 

@@ -1,8 +1,8 @@
 """The topic gate's terms, counted when chunks are written instead of derived from every chunk.
 
-Why: the topic gate (`policydesk/topics.py`) refuses a question that names a subject only sources
+Why: the topic gate (`policydesk/screening/topics.py`) refuses a question that names a subject only sources
 above the caller's clearance talk about, and the answer layer needs the words the caller's
-sources use (`policydesk/vocabulary.py`). Both were derived in memory from the text of every
+sources use (`policydesk/screening/vocabulary.py`). Both were derived in memory from the text of every
 chunk whenever the corpus changed: a pass over the whole corpus in Python, which at 10^6 chunks
 kept the first question after an ingest from finishing. Now they are kept the way
 `chunk_search_df` keeps lexemes, per clearance bucket (access level, sensitive):
@@ -17,7 +17,7 @@ kept the first question after an ingest from finishing. Now they are kept the wa
 
 The terms come from the gate's own tokenizer in Python, so a trigger cannot compute them.
 Statement-level triggers on `data_chunks` queue each written, rewritten or deleted chunk's
-text in `topic_terms_pending`; `policydesk.topic_terms.catch_up` counts the queue on the owner
+text in `topic_terms_pending`; `policydesk.screening.topic_terms.catch_up` counts the queue on the owner
 login, inside ingest's transaction, after a bulk load and at start-up. The last is how a database
 migrated here gets its terms: every chunk it holds is queued below.
 

@@ -46,7 +46,7 @@ from policydesk.detectors.scope import asks_about_this_plan, has_plan_vocabulary
 
 log = logging.getLogger(__name__)
 
-TRAIN_FILE = Path(__file__).resolve().parent / "detectors" / "labelled" / "train.yaml"
+TRAIN_FILE = Path(__file__).resolve().parents[1] / "detectors" / "labelled" / "train.yaml"
 CLASSES: tuple[str, ...] = ("pass", "claim_action", "out_of_scope")
 # Chosen on validation and out-of-fold on train (scripts/refusal_cv.py; docs/refusal.md).
 CLAIM_THRESHOLD = 0.5

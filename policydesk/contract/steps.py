@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
-from policydesk.answer import SOURCE_WARNINGS, AnswerWarning, AskResult
-from policydesk.outcomes import Abstained, Answered, Compared, Outcome
+from policydesk.contract.answer import SOURCE_WARNINGS, AnswerWarning, AskResult
+from policydesk.contract.answer import Abstained, Answered, Compared, Outcome
 from policydesk.storage.chunk_ids import doc_id_of_chunk
 from policydesk.versions.bases import BASIS_KEYS
 

@@ -3,7 +3,7 @@
 The role is re-read from the database on every request; this module maps it to
 what the caller may see. The `Clearance` value itself lives in storage (every scoped read is
 built from it there) and is re-exported here. The per-role topic gate is derived from the
-corpus (`policydesk.topics`), not listed here.
+corpus (`policydesk.screening.topics`), not listed here.
 """
 
 from __future__ import annotations

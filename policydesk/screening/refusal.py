@@ -17,8 +17,8 @@ sources don't answer (`not_answered`, same message, same steps, same trace shape
 the caller sees reveals that a restricted document exists.
 
 What counts as an identifier, a claim action or an out-of-scope question is detection in
-`policydesk.detectors` (rules), `policydesk.intent` (rules plus a classifier on the local
-embeddings) and `policydesk.topics` (subjects derived from the corpus); this module decides and
+`policydesk.detectors` (rules), `policydesk.screening.intent` (rules plus a classifier on the local
+embeddings) and `policydesk.screening.topics` (subjects derived from the corpus); this module decides and
 words the refusal. Measured on the frozen test split: docs/refusal.md.
 """
 
@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from policydesk import metrics
-from policydesk.access import Clearance
+from policydesk.ops import metrics
+from policydesk.accounts.access import Clearance
 from policydesk.detectors import find_member_identifiers
 from policydesk.detectors.normalize import normalize
 from policydesk.detectors.redact import Redaction, redact
-from policydesk.intent import IntentClassifier
+from policydesk.screening.intent import IntentClassifier
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +218,8 @@ def screen_question(question: str, clearance: Clearance, max_chars: int = DEFAUL
 def gate_for(db, settings, embed_model: QueryEmbedder | None = None) -> RefusalGate:
     """The production gate: settings' plan formats, the shared intent classifier, the topic gate
     over this database (semantic test with the retrieval embedding model when given)."""
-    from policydesk.intent import local_model, shared_classifier
-    from policydesk.topics import CorpusTopicGate
+    from policydesk.screening.intent import local_model, shared_classifier
+    from policydesk.screening.topics import CorpusTopicGate
 
     intent = shared_classifier()
     try:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy.engine import Engine
 
-from policydesk import metrics
+from policydesk.ops import metrics
 from policydesk.storage.prewarm import WarmUp, warm_dense_index
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ The cookie carries a random session id (256 bits); the `sessions` row, found by 
 SHA-256, decides on every request whether the session is still on. So ending a row ends the
 session for every copy of the cookie on every worker at once: sign-out (`end`), and the account
 changes that must not leave an old session running (`end_user_sessions`, called by
-`policydesk.users` and single sign-on). The idle and absolute limits are read from the row's
+`policydesk.accounts.users` and single sign-on). The idle and absolute limits are read from the row's
 timestamps against the app's clock (OWASP ASVS 4.0, 3.3.1-3.3.3).
 
 The user's name and role are read from `users` in the same statement, never from the cookie.

@@ -24,10 +24,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from policydesk.access import ROLES
-from policydesk.sessions import ROLE_CHANGED, end_user_sessions
+from policydesk.accounts.access import ROLES
+from policydesk.accounts.sessions import ROLE_CHANGED, end_user_sessions
 from policydesk.storage.models import User
-from policydesk.users import NO_PASSWORD, UserError, check_user_name, get_user
+from policydesk.accounts.users import NO_PASSWORD, UserError, check_user_name, get_user
 
 REFUSED_NO_ROLE = ("Your account at the identity provider is not in any group that has a PolicyDesk role. "
                    "Ask IT to add you to the PolicyDesk group for your job.")

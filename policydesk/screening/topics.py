@@ -40,13 +40,13 @@ import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Text, and_, bindparam, cast, not_, select, text
 
-from policydesk.access import ACCESS_LEVELS, Clearance
+from policydesk.accounts.access import ACCESS_LEVELS, Clearance
 from policydesk.storage.models import Chunk, DocumentVersion
 from policydesk.storage.predicate import access_clause
 from policydesk.storage.scope import permitted_scope
-from policydesk.topic_terms import CALL_NOTE, ngrams, term
-from policydesk.vocabulary import Vocabulary
-from policydesk.words import STOPWORDS, normalize
+from policydesk.screening.topic_terms import CALL_NOTE, ngrams, term
+from policydesk.screening.vocabulary import Vocabulary
+from policydesk.screening.words import STOPWORDS, normalize
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ class CorpusTopicGate:
         return frozenset(tuple(r.term.split(" ")) for r in rows)
 
     def vocabulary(self, clearance: Clearance) -> Vocabulary:
-        """The words of every source this clearance may read (policydesk.vocabulary)."""
+        """The words of every source this clearance may read (policydesk.screening.vocabulary)."""
         self.refresh()
         key = self._key(clearance)
         if key not in self._vocabularies:

@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
-from policydesk.words import ACRONYM_MAX, ACRONYM_MIN, STOPWORDS, everyday_words, normalize, run_initials
+from policydesk.screening.words import ACRONYM_MAX, ACRONYM_MIN, STOPWORDS, everyday_words, normalize, run_initials
 
 # Words of how staff phrase a question rather than of what they ask about.
 SCAFFOLD = frozenset("""

@@ -69,7 +69,7 @@ def _record(row) -> ExportRecord:
 
 def export_traces(db, *, reviewer: str, start: date, end: date, user: str | None = None) -> list[ExportRecord]:
     """Export in a compliance reviewer's scope, and log it (who, period, filter, how many)."""
-    from policydesk.disputes import audit, audited_staff_filter, reviewing
+    from policydesk.proof.disputes import audit, audited_staff_filter, reviewing
 
     with reviewing(reviewer), db.app.begin() as conn:
         records = export_records(conn, start=start, end=end, user=user)

@@ -1,6 +1,6 @@
 """Words as the corpus-derived checks read them: lower case, plurals and common suffixes folded.
 
-Shared by the topic gate (`policydesk.topics`), the readable vocabulary (`policydesk.vocabulary`)
+Shared by the topic gate (`policydesk.screening.topics`), the readable vocabulary (`policydesk.screening.vocabulary`)
 and what a value is asked of (`policydesk.asked_object`), so a subject and a question word are
 folded the same way; with them, everyday English and the initials a run of words makes.
 """

@@ -25,7 +25,7 @@ from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
-from policydesk.tracing import current_trace
+from policydesk.proof.tracing import current_trace
 
 # "Class.method" of a span (its id without the uuid) -> the trace stage it times.
 SPAN_STAGES = {

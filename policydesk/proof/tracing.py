@@ -1,7 +1,7 @@
 """One trace row per request: the draft a request fills, the row it becomes, and its storage.
 
 While a request's `TraceDraft` is active (a context variable), the LlamaIndex handlers in
-`policydesk.instrumentation` record into it: retrieved chunk ids, prompts, LLM calls, and stage
+`policydesk.proof.instrumentation` record into it: retrieved chunk ids, prompts, LLM calls, and stage
 timings from spans. The pipeline times the stages that are not LlamaIndex components and adds
 the outcome and the tokens the synthesizer reports; `trace_row` maps it all (and the price of the
 request) onto the `traces` columns, and `write_trace` stores the row even when the request
@@ -20,9 +20,9 @@ from typing import Any, Iterator
 
 from sqlalchemy import insert
 
-from policydesk.answer import AskRequest, AskResult
+from policydesk.contract.answer import AskRequest, AskResult
 from policydesk.detectors.redact import redact
-from policydesk.storable import screened
+from policydesk.screening.storable import screened
 from policydesk.storage.chain import purge_chained
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Trace

@@ -8,7 +8,7 @@ from policydesk.config import Settings
 from policydesk.storage.buffers import cache_shortfall
 from policydesk.storage.engine import Database, open_database
 from policydesk.storage.migrate import upgrade
-from policydesk.topic_terms import catch_up_database
+from policydesk.screening.topic_terms import catch_up_database
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from policydesk.storage.models import ApiRequest, ApiToken, User
-from policydesk.users import UserError, get_user
+from policydesk.accounts.users import UserError, get_user
 
 PREFIX = "pdk"
 _TOKEN = re.compile(rf"^{PREFIX}_([a-f0-9]{{12}})_([A-Za-z0-9_-]{{43}})$")

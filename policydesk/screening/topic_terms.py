@@ -24,7 +24,7 @@ from itertools import repeat
 
 from sqlalchemy import text
 
-from policydesk.words import STOPWORDS, normalize, run_initials
+from policydesk.screening.words import STOPWORDS, normalize, run_initials
 
 # "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
 _LABELLED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){1,3})\s+\(([A-Za-z][A-Za-z ]{1,30})\)")

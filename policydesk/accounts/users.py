@@ -9,8 +9,8 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from policydesk.access import clearance_for
-from policydesk.sessions import DISABLED, PASSWORD_CHANGED, ROLE_CHANGED, end_user_sessions
+from policydesk.accounts.access import clearance_for
+from policydesk.accounts.sessions import DISABLED, PASSWORD_CHANGED, ROLE_CHANGED, end_user_sessions
 from policydesk.storage.models import User
 
 _hasher = PasswordHasher()
