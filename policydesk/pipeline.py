@@ -19,7 +19,7 @@ from policydesk.accounts.access import Clearance, UnknownRoleError, clearance_fo
 from policydesk.contract.answer import AnswerWarning, AskRequest, AskResult, Claim
 from policydesk.contract.answer import Abstained, Answered, Compared, Failed, Outcome, Refused
 from policydesk.proof.citations import citation_from_node
-from policydesk.reading.dates import DateInputError, iso_dates_in
+from policydesk.versions.dates import DateInputError, iso_dates_in
 from policydesk.extensions.registry import Extensions
 from policydesk.extensions.stack import RequestStack
 from policydesk.ingest.staleness import stale_source_warnings
@@ -57,7 +57,7 @@ from policydesk.versions import (
     entered_dates,
     render_comparison,
 )
-from policydesk.reading.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
+from policydesk.screening.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
 
 __all__ = ["AskPipeline", "AskError", "AskRequest", "AskResult", "build_pipeline"]
 

@@ -24,7 +24,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from policydesk.contract.answer import AnswerWarning, Citation
-from policydesk.screening.storable import echoable
+from policydesk.storage.storable import echoable
 from policydesk.storage import sources
 from policydesk.storage.clearance import NO_SOURCES, Clearance
 from policydesk.storage.models import ProductChoice
@@ -35,7 +35,7 @@ class UnknownLineOfBusiness(ValueError):
     """A product name no source the caller may read names.
 
     The message is stored (trace, disputes, export), so it repeats the name only when it reads
-    like a product name (`policydesk.screening.storable.echoable`)."""
+    like a product name (`policydesk.storage.storable.echoable`)."""
 
     code = "unknown_line_of_business"
     field = "line_of_business"

@@ -1,4 +1,4 @@
-"""Precision and recall of the what-changed detector (policydesk/reading/whatchanged.py) on labelled phrasings.
+"""Precision and recall of the what-changed detector (policydesk/screening/whatchanged.py) on labelled phrasings.
 
 Usage: python scripts/what_changed_matrix.py [--split test|dev|PATH] [--misses]
 
@@ -38,7 +38,7 @@ def _line(name: str, pairs) -> str:
 
 def main(argv: list[str]) -> int:
     from policydesk.versions.compare import is_what_changed_question
-    from policydesk.reading.whatchanged import DEV_FILE, WhatChangedDetector, load_cases
+    from policydesk.screening.whatchanged import DEV_FILE, WhatChangedDetector, load_cases
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--split", default="test")

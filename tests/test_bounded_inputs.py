@@ -23,7 +23,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from policydesk.ops import metrics
-from policydesk.screening.storable import WITHHELD
+from policydesk.storage.storable import WITHHELD
 from policydesk.web.app import create_app
 from tests.api_helpers import bearer, is_problem, make_token
 from tests.served_app import marks, rows_since, served, stored_text_since

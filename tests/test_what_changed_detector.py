@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
 from policydesk.accounts.users import add_user
-from policydesk.reading.whatchanged import WhatChangedDetector, load_cases, shared_detector
+from policydesk.screening.whatchanged import WhatChangedDetector, load_cases, shared_detector
 
 TEST_FILE = Path(__file__).parent / "data" / "what_changed" / "test.yaml"
 # Frozen in the commit that created it (written before the detector); never edit, never tune on it.

@@ -47,7 +47,7 @@ def _database(*, serving: bool = False):
 
 
 def _parse_date(value: Optional[str], label: str) -> Optional[date]:
-    from policydesk.reading.dates import DateInputError, parse_input_date
+    from policydesk.versions.dates import DateInputError, parse_input_date
 
     try:
         return parse_input_date(value, label)

@@ -1,7 +1,7 @@
 """The answer contract: what is asked (`AskRequest`), what one ask came to (`Answered`,
 `Refused`, `Abstained`, `Failed`), what PolicyDesk returns, shows and stores (`AskResult`,
-`Claim`, `Citation`, `Passage`, `AnswerWarning`), and the steps' values it is built from once.
+`Claim`, `Citation`, `Passage`, `AnswerWarning`), the steps' values it is built from once, and
+what version resolution and conflict flagging report (`report.ContextReport`).
 
-Imported by every layer; it imports `storage` and `versions`, and `postprocessors` only for a
-type (`steps.Context`).
+Imported by every layer; it imports `storage` and `versions` only.
 """

@@ -21,7 +21,7 @@ from policydesk.versions.bases import BASIS_KEYS
 if TYPE_CHECKING:
     from llama_index.core.schema import NodeWithScore
 
-    from policydesk.postprocessors import ContextReport
+    from policydesk.contract.report import ContextReport
     from policydesk.storage.clearance import Clearance
 
 NOT_ANSWERED = "not_answered"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from sqlalchemy.orm import Session
 
 from policydesk.accounts.access import Clearance, clearance_for
-from policydesk.reading.dates import DateInputError
+from policydesk.versions.dates import DateInputError
 from policydesk.products import checked_product
 from policydesk.storage.engine import Database
 from policydesk.accounts.users import get_active_user

@@ -8,7 +8,7 @@ version domain they build on (windows, the version repository, comparison) in
 """
 
 from policydesk.postprocessors.conflicts import ConflictFlagger
-from policydesk.postprocessors.report import ContextReport
+from policydesk.contract.report import ContextReport
 from policydesk.postprocessors.versions import VersionResolver
 
 __all__ = ["VersionResolver", "ConflictFlagger", "ContextReport"]

@@ -33,7 +33,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.contract.answer import AnswerWarning
-from policydesk.postprocessors.report import ContextReport
+from policydesk.contract.report import ContextReport
 from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import (

@@ -22,7 +22,7 @@ from policydesk.contract.answer import AskRequest
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
 from policydesk.ingest.chunks import sha256_text
 from policydesk.products import product_label, products_text
-from policydesk.screening.storable import WITHHELD, echoable
+from policydesk.storage.storable import WITHHELD, echoable
 from policydesk.storage import sources
 from policydesk.storage.audit import insert_audit
 from policydesk.storage.chain import RowProof, row_proof

@@ -22,7 +22,7 @@ from sqlalchemy import insert
 
 from policydesk.contract.answer import AskRequest, AskResult
 from policydesk.detectors.redact import redact
-from policydesk.screening.storable import screened
+from policydesk.storage.storable import screened
 from policydesk.storage.chain import purge_chained
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.models import Trace

@@ -1,8 +1,6 @@
 """Reading text in code, where code can be right: one language module (tokens, stems, stopwords,
-number words, sentences, subsections, question parts, which source a question names), the dates
-a question writes, entered-date parsing, and whether a question asks what changed.
+number words, sentences, subsections, question parts, which source a question names) and the
+dates a question writes.
 
-It imports `versions` (date bases, durations), `contract` (warnings) and `screening` (the
-what-changed detector's embeddings); `versions.durations` reads its number words back, a
-package-level cycle still to cut (docs/design.md).
+It imports `versions` (date bases, entered dates, the number-word table) and `contract` (warnings).
 """

@@ -13,6 +13,9 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+# Numbers written as words: the one table lives beside the durations that read it too.
+from policydesk.versions.number_words import NUMBER_PHRASE, NUMBER_WORD, NUMBER_WORDS, words_value  # noqa: F401
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 # English function words and the scaffolding of a staff question ("can you tell me").
@@ -118,31 +121,6 @@ def question_parts(question: str) -> list[str]:
         parts[1] = f"{parts[0]} {parts[1]}"
         parts.pop(0)
     return parts or [question]
-
-
-# -- numbers written as words ---------------------------------------------------------------------
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-         "sixteen seventeen eighteen nineteen").split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-NUMBER_WORDS = {w: i for i, w in enumerate(_ONES)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-_SCALE = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-NUMBER_WORD = r"(?:" + "|".join(sorted([*NUMBER_WORDS, *_SCALE], key=len, reverse=True)) + r")"
-NUMBER_PHRASE = rf"\b{NUMBER_WORD}(?:[\s-]+(?:and[\s-]+)?{NUMBER_WORD})*\b"
-
-
-def words_value(words: str) -> int:
-    """"one hundred eighty" -> 180; "twenty-one" -> 21."""
-    total, current = 0, 0
-    for w in re.split(r"[\s-]+", words.lower()):
-        if w in ("", "and"):
-            continue
-        if w == "hundred":
-            current = max(current, 1) * 100
-        elif w in ("thousand", "million"):
-            total, current = total + max(current, 1) * _SCALE[w], 0
-        else:
-            current += NUMBER_WORDS[w]
-    return total + current
 
 
 # -- which source a question names ----------------------------------------------------------------

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from policydesk.contract.answer import AnswerWarning
-from policydesk.reading.dates import MAX_DATE, MIN_DATE, DateInputError, check_date_order
+from policydesk.versions.dates import MAX_DATE, MIN_DATE, DateInputError, check_date_order
 from policydesk.versions.bases import BASIS_KEYS, basis_label
 from policydesk.versions.durations import parse_durations
 

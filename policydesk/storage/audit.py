@@ -2,7 +2,7 @@
 
 An audit row is the record that something was refused or done; a NUL or a lone surrogate in
 a path or a message must not turn it into a database error that records nothing. Callers
-screen what a user typed (`policydesk.screening.storable.screened`) before passing it here.
+screen what a user typed (`policydesk.storage.storable.screened`) before passing it here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from policydesk.screening.storable import storable, storable_json
+from policydesk.storage.storable import storable, storable_json
 
 # No RETURNING: the app role may append to the audit log but (RLS) not read it back outside a
 # reviewer's scope, and Postgres applies the read policy to RETURNING rows.

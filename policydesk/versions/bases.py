@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
-from policydesk.reading.dates import DateInputError, check_date_order, parse_input_date
+from policydesk.versions.dates import DateInputError, check_date_order, parse_input_date
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
 
-from policydesk.reading.language import NUMBER_WORD, words_value
+from policydesk.versions.number_words import NUMBER_WORD, words_value
 
 Comparison = Literal["same", "different", "not_comparable"]
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from policydesk.accounts import tokens
-from policydesk.screening.storable import echoable, screened
+from policydesk.storage.storable import echoable, screened
 from policydesk.accounts.ratelimit import RatePolicy, admit
 from policydesk.web.api.problems import ApiProblem
 from policydesk.web.deps import DbDep, Staff, now

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from policydesk.proof import disputes
-from policydesk.screening.storable import screened, screened_param
+from policydesk.storage.storable import screened, screened_param
 from policydesk.web.api.schemas import Problem
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from policydesk.proof import disputes
 from policydesk.ingest.errors import IngestError
 from policydesk.ingest.sync import UnknownSources, listed_sources
 from policydesk.ingest.worker import Notice, SyncWorker
-from policydesk.screening.storable import echoable
+from policydesk.storage.storable import echoable
 from policydesk.web.api.deps import ApiUser, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems
 from policydesk.web.deps import Staff

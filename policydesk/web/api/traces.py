@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from policydesk.proof import disputes
-from policydesk.reading.dates import DateInputError, parse_input_date
+from policydesk.versions.dates import DateInputError, parse_input_date
 from policydesk.products import UnknownLineOfBusiness, checked_product
 from policydesk.web.api.deps import ApiReviewer, body_schema, check_text, parse_body, read_body
 from policydesk.web.api.problems import ApiProblem, problems

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response
 from policydesk.proof import disputes
 
 from policydesk.proof import exports
-from policydesk.reading.dates import DateInputError, parse_input_date
+from policydesk.versions.dates import DateInputError, parse_input_date
 from policydesk.proof.feedback import feedback_for
 from policydesk.products import UnknownLineOfBusiness, checked_product, product_label, valid_products
 from policydesk.storage.models import Trace

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 
-from policydesk.reading.dates import DateInputError, parse_input_date
+from policydesk.versions.dates import DateInputError, parse_input_date
 from policydesk.reports import impact
 from policydesk.reports.owners import owners_csv, owners_report
 from policydesk.reports.gaps import gaps_report
