@@ -90,21 +90,44 @@ _SIGNATURE_SQL = text(
     "SELECT count(*), coalesce(max(ingested_at)::text, ''), coalesce(max(text_changed_at)::text, ''), "
     "coalesce(sum(version), 0) FROM document_versions"
 )
-_READABLE = "{t}.access_level = ANY(CAST(:levels AS text[])) AND (NOT {t}.sensitive OR :sensitive)"
-# Subjects of versions the caller may not read that no readable chunk says, with a word that at
-# most :rare readable chunks use.
-_GATED_SQL = text(
-    "SELECT DISTINCT c.term FROM topic_candidates c WHERE c.term = ANY(CAST(:phrases AS text[])) "
-    f"AND NOT ({_READABLE.format(t='c')}) AND NOT EXISTS (SELECT 1 FROM topic_terms t WHERE t.kind = 'phrase' "
-    f"AND t.term = c.term AND {_READABLE.format(t='t')}) "
-    "AND EXISTS (SELECT 1 FROM unnest(string_to_array(c.term, ' ')) AS w(word) WHERE coalesce((SELECT sum(t.chunks) "
-    f"FROM topic_terms t WHERE t.kind = 'word' AND t.term = w.word AND {_READABLE.format(t='t')}), 0) <= :rare)")
-_VOCABULARY_SQL = text(
-    "SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'label') "
-    f"AND {_READABLE.format(t='t')}")
-_INITIALS_SQL = text(
-    "SELECT 1 FROM topic_terms t WHERE t.kind = 'initials' AND t.term = :term "
-    f"AND {_READABLE.format(t='t')} LIMIT 1")
+
+
+@lru_cache(maxsize=256)
+def _readable(levels: tuple[str, ...], sensitive: bool, alias: str) -> str:
+    """The one predicate builder's access clause (`storage.predicate.access_clause`) on a term
+    table alias, rendered with its levels as literals, as the builder renders them for every read."""
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.sql import column, table
+
+    terms = table(alias, column("access_level"), column("sensitive"))
+    clause = access_clause(Clearance(role="topic-gate", levels=levels, sensitive=sensitive), terms)
+    return str(clause.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+
+@lru_cache(maxsize=64)
+def _statements(levels: tuple[str, ...], sensitive: bool) -> dict[str, object]:
+    """The gate's statements for one clearance (the product plays no part: terms are per level)."""
+    c, t = _readable(levels, sensitive, "c"), _readable(levels, sensitive, "t")
+    return {
+        # Subjects of versions the caller may not read that no readable chunk says, with a word
+        # that at most :rare readable chunks use.
+        "gated": text(
+            "SELECT DISTINCT c.term FROM topic_candidates c WHERE c.term = ANY(CAST(:phrases AS text[])) "
+            f"AND NOT ({c}) AND NOT EXISTS (SELECT 1 FROM topic_terms t WHERE t.kind = 'phrase' "
+            f"AND t.term = c.term AND {t}) "
+            "AND EXISTS (SELECT 1 FROM unnest(string_to_array(c.term, ' ')) AS w(word) WHERE coalesce((SELECT sum(t.chunks) "
+            f"FROM topic_terms t WHERE t.kind = 'word' AND t.term = w.word AND {t}), 0) <= :rare)"),
+        "vocabulary": text(
+            f"SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'label') AND {t}"),
+        "initials": text(
+            f"SELECT 1 FROM topic_terms t WHERE t.kind = 'initials' AND t.term = :term AND {t} LIMIT 1"),
+    }
+
+
+def _sql(clearance: Clearance, name: str):
+    return _statements(tuple(sorted(clearance.checked_levels())), bool(clearance.sensitive))[name]
+
+
 _PENDING_SQL = text("SELECT policydesk_topic_terms_pending()")
 _COUNT_SQL = text("SELECT count(*) FROM data_chunks")
 _VECTORS_SQL = text(
@@ -164,7 +187,7 @@ class StoredInitials:
 
     def __init__(self, read: Callable[..., list], clearance: Clearance) -> None:
         self._read = read  # the gate's all-levels read
-        self._params = _params(clearance)
+        self._sql = _sql(clearance, "initials")
         self._known: dict[str, bool] = {}
 
     def __contains__(self, word: object) -> bool:
@@ -173,12 +196,8 @@ class StoredInitials:
         if word not in self._known:
             if len(self._known) >= self.MAX_CACHED:
                 self._known.clear()
-            self._known[word] = bool(self._read(_INITIALS_SQL, term=word, **self._params))
+            self._known[word] = bool(self._read(self._sql, term=word))
         return self._known[word]
-
-
-def _params(clearance: Clearance, **more) -> dict:
-    return {"levels": list(clearance.levels), "sensitive": bool(clearance.sensitive), **more}
 
 
 class CorpusTopicGate:
@@ -238,8 +257,7 @@ class CorpusTopicGate:
         """Which of these phrases name a subject only sources above the clearance talk about."""
         if not phrases:
             return frozenset()
-        rows = self._read(_GATED_SQL, **_params(clearance, phrases=sorted(term(g) for g in phrases),
-                                                 rare=RARE_MAX_SECTIONS))
+        rows = self._read(_sql(clearance, "gated"), phrases=sorted(term(g) for g in phrases), rare=RARE_MAX_SECTIONS)
         return frozenset(tuple(r.term.split(" ")) for r in rows)
 
     def vocabulary(self, clearance: Clearance) -> Vocabulary:
@@ -248,7 +266,7 @@ class CorpusTopicGate:
         key = self._key(clearance)
         if key not in self._vocabularies:
             kinds: dict[str, set[str]] = {"word": set(), "part": set(), "label": set()}
-            for r in self._read(_VOCABULARY_SQL, **_params(clearance)):
+            for r in self._read(_sql(clearance, "vocabulary")):
                 kinds[r.kind].add(r.term)
             self._vocabularies[key] = Vocabulary(frozenset(kinds["word"] | kinds["part"]),
                                                  StoredInitials(self._read, clearance))
