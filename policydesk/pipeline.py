@@ -25,7 +25,7 @@ from policydesk.extensions.stack import RequestStack
 from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.proof.instrumentation import install_instrumentation
 from policydesk.reading.question_dates import applied_dates
-from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
 from policydesk.products import (
     UnknownLineOfBusiness,
     checked_product,
@@ -209,12 +209,13 @@ class AskPipeline:
     # -- step 5 -----------------------------------------------------------------------------
     def _resolve_versions(self, stack: RequestStack, retrieved: Retrieved, clearance: Clearance,
                           dates: dict[str, date]) -> Context:
-        report = ContextReport()
         resolver = VersionResolver(lookup=self.lookup, clearance=clearance, dates=dates, today=self.today,
-                                   recent_change_days=self.settings.RECENT_CHANGE_DAYS, report=report)
-        flagger = ConflictFlagger(report=report)
+                                   recent_change_days=self.settings.RECENT_CHANGE_DAYS)
+        resolved = resolver.resolve(retrieved.nodes)
+        flagged = ConflictFlagger().flag(resolved.nodes)
+        report = resolved.report.joined(flagged.report)
         # Extension postprocessors run last, and the guard once more before the prompt.
-        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(retrieved.nodes)))
+        nodes = stack.finish(flagged.nodes)
         return Context(nodes, report)
 
     # -- step 6 -----------------------------------------------------------------------------

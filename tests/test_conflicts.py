@@ -7,9 +7,10 @@ from datetime import date
 import pytest
 
 from policydesk.accounts.access import clearance_for
-from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
 from policydesk.versions import VersionLookup, durations
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from tests.findings import Remembering
 
 TODAY = date(2026, 11, 29)
 COMPLIANCE = clearance_for("compliance")
@@ -26,7 +27,7 @@ def context(db, embed_model, question: str, dates=None):
 
 
 def flagger(db, **kwargs) -> ConflictFlagger:
-    return ConflictFlagger(lookup=VersionLookup(db), clearance=COMPLIANCE, report=ContextReport(), **kwargs)
+    return Remembering(ConflictFlagger(lookup=VersionLookup(db), clearance=COMPLIANCE, **kwargs))
 
 
 def ids(nodes) -> list[str]:
@@ -93,14 +94,13 @@ def test_call_note_quoting_the_current_value_is_flagged_on_an_older_date(demo_db
     cn01 = "CN-01:v1:call-note-cn-01-timely-filing-question-from-a-provider-office"
     retrieved = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=COMPLIANCE).retrieve(question)
     assert cn01 in ids(retrieved)
-    report = ContextReport()
-    nodes = VersionResolver(lookup=VersionLookup(demo_db), clearance=COMPLIANCE, report=report,
-                            dates={"date_of_service": date(2025, 11, 3)}, today=TODAY).postprocess_nodes(retrieved)
+    nodes, report = VersionResolver(lookup=VersionLookup(demo_db), clearance=COMPLIANCE,
+                                    dates={"date_of_service": date(2025, 11, 3)}, today=TODAY).resolve(retrieved)
     assert cn01 not in ids(nodes)
     assert any(d["chunk_id"] == cn01 and "not in force on 2025-11-03" in d["reason"] for d in report.dropped)
     v1 = VersionLookup(demo_db).section("POL-TF", 1, "filing-limit", COMPLIANCE)
     pair = [NodeWithScore(node=v1, score=1.0), NodeWithScore(node=_node(demo_db, cn01), score=0.5)]
-    f = ConflictFlagger(report=ContextReport())  # context only, as the pipeline runs it
+    f = Remembering(ConflictFlagger())  # context only, as the pipeline runs it
     out = f.postprocess_nodes(pair)
     assert cn01 not in ids(out) and "POL-TF:v1:filing-limit" in ids(out)
     assert "The call note 'Timely filing question from a provider office' says 90 days, but Timely Filing " \
@@ -158,7 +158,7 @@ def test_value_stated_in_another_section_of_the_policy_is_not_a_conflict(demo_db
     # corrected-claims section is in context.
     corrected = lookup.section("POL-TF", 2, "corrected-claims", COMPLIANCE)
     nodes.append(NodeWithScore(node=corrected, score=0.4))
-    f = ConflictFlagger(report=ContextReport())
+    f = Remembering(ConflictFlagger())
     assert ids(f.postprocess_nodes(nodes)) == ids(nodes) and f.report.conflicts == []
 
 
@@ -183,7 +183,7 @@ def test_note_about_an_unrelated_policy_is_not_compared(demo_db, embed_model):
     lookup = VersionLookup(demo_db)
     tf = lookup.section("POL-TF", 1, "filing-limit", COMPLIANCE)
     faq = _node(demo_db, "WIKI-APPEALS:v1:how-long-members-have-to-appeal")
-    f = ConflictFlagger(report=ContextReport())
+    f = Remembering(ConflictFlagger())
     nodes = [NodeWithScore(node=tf, score=1.0), NodeWithScore(node=faq, score=0.5)]
     assert ids(f.postprocess_nodes(nodes)) == ids(nodes)
 
@@ -207,7 +207,7 @@ def test_wiki_value_stated_by_another_related_policy_is_not_a_conflict():
                   effective_from="2024-01-01", effective_to="2026-01-01")
     corr = chunk("POL-CORR:v1:resubmission-deadline", "Corrected claims within 150 days of the remittance advice.",
                  title="Corrected Claim Resubmission", section="Resubmission Deadline", effective_from="2024-01-01")
-    flagger = ConflictFlagger(report=ContextReport())
+    flagger = Remembering(ConflictFlagger())
     kept = flagger.postprocess_nodes([tf_v1, corr, wiki])
     assert flagger.report.conflicts == []
     assert [n.node.node_id for n in kept] == [tf_v1.node.node_id, corr.node.node_id, wiki.node.node_id]

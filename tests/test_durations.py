@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from policydesk.postprocessors import ConflictFlagger, ContextReport
+from policydesk.postprocessors import ConflictFlagger
 from policydesk.versions.durations import compare, durations, parse_durations
 from tests.factories import chunk
+from tests.findings import Remembering
 
 
 def one(text: str):
@@ -72,7 +73,7 @@ def _note(text: str, source_type="call_note", title="Call about a late claim"):
 
 
 def _flag(*nodes):
-    f = ConflictFlagger(report=ContextReport())
+    f = Remembering(ConflictFlagger())
     kept = f.postprocess_nodes(list(nodes))
     return [n.node.node_id for n in kept], f.report
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from policydesk.accounts.access import clearance_for
 from policydesk.contract.answer import AskRequest
-from policydesk.postprocessors import ContextReport, VersionResolver
+from policydesk.postprocessors import VersionResolver
 from policydesk.retrievers import HybridRetrievalEvent, HybridRetriever, chunk_vector_store
 from policydesk.versions import VersionLookup
 
@@ -72,10 +72,9 @@ def test_postprocessors_keep_nothing_between_calls(demo_db, embed_model):
                                dates={"date_of_service": date(2025, 11, 3)}, today=date(2026, 11, 29))
     first = [n.node.node_id for n in resolver.postprocess_nodes(list(nodes))]
     second = [n.node.node_id for n in resolver.postprocess_nodes(list(nodes))]
-    assert first == second and resolver.report is None  # findings went into node metadata only
+    assert first == second and "report" not in type(resolver).model_fields  # nothing kept on the component
     swapped = [n for n in resolver.postprocess_nodes(list(nodes)) if n.node.metadata.get("swapped_from")]
     assert swapped and all(n.node.node_id.startswith("POL-TF:v1:") for n in swapped
                            if n.node.node_id.startswith("POL-TF"))
-    report = ContextReport()
-    resolver.model_copy(update={"report": report}).postprocess_nodes(list(nodes))
+    _, report = resolver.resolve(list(nodes))  # what the call found is returned with its nodes
     assert [a["version"] for a in report.applied if a["doc_id"] == "POL-TF"] == [1]

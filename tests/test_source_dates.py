@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 from policydesk.accounts.access import clearance_for
 from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import build_pipeline
-from policydesk.postprocessors import ContextReport, VersionResolver
+from policydesk.postprocessors import VersionResolver
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.accounts.users import add_user
 from policydesk.versions import NoVersionInForce, VersionLookup
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from tests.findings import Remembering
 
 REP = clearance_for("rep")
 TELEHEALTH = "What is the copay for a telehealth visit?"
@@ -72,8 +73,7 @@ def _retrieve(db, embed_model, question):
 
 
 def _resolver(db, today, dates=None):
-    return VersionResolver(lookup=VersionLookup(db), clearance=REP, dates=dates or {}, today=today,
-                           report=ContextReport())
+    return Remembering(VersionResolver(lookup=VersionLookup(db), clearance=REP, dates=dates or {}, today=today))
 
 
 def test_wiki_written_after_the_date_is_left_out_while_its_policy_answers(demo_db, embed_model):

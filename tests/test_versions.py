@@ -17,10 +17,11 @@ from sqlalchemy import text
 from sqlalchemy import event
 
 from policydesk.accounts.access import Clearance, clearance_for
-from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
 from policydesk.postprocessors.versions import doc_id_of
 from policydesk.versions import NoVersionInForce, VersionLookup, compare_versions, display_window, in_force_on
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
+from tests.findings import Remembering
 
 SUITE = yaml.safe_load((Path(__file__).parent / "data" / "version_dates.yaml").read_text())
 TODAY: date = SUITE["today"]
@@ -37,11 +38,10 @@ def retrieve(db, embed_model, question: str, clearance=COMPLIANCE, top_k: int = 
 
 
 def resolver(db, clearance=COMPLIANCE, dates=None, **kwargs) -> VersionResolver:
-    # Each resolver writes its findings into its own report, read back as r.report.
-    return VersionResolver(
-        lookup=VersionLookup(db), clearance=clearance,
-        dates=dates or {}, today=TODAY, report=ContextReport(), **kwargs,
-    )
+    # Each call returns its findings; the test reads the last call's back as r.report.
+    return Remembering(VersionResolver(
+        lookup=VersionLookup(db), clearance=clearance, dates=dates or {}, today=TODAY, **kwargs,
+    ))
 
 
 def versions_in_context(nodes, doc_id: str) -> set[int]:
@@ -346,8 +346,8 @@ def test_resolution_and_conflict_checks_each_read_in_one_transaction(demo_db, em
     checkouts: list[int] = []
     listener = lambda *args: checkouts.append(1)  # noqa: E731
     lookup = VersionLookup(demo_db)
-    r = VersionResolver(lookup=lookup, clearance=REP, dates={"date_of_service": date(2025, 11, 3)},
-                        today=TODAY, report=ContextReport())
+    r = Remembering(VersionResolver(lookup=lookup, clearance=REP, dates={"date_of_service": date(2025, 11, 3)},
+                                    today=TODAY))
     event.listen(demo_db.app.pool, "checkout", listener)
     try:
         out = r.postprocess_nodes(nodes)

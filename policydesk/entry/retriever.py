@@ -29,7 +29,7 @@ from policydesk.extensions.registry import Extensions
 from policydesk.extensions.spec import RESERVED_NAMES
 from policydesk.extensions.stack import RequestStack
 from policydesk.pipeline import _about
-from policydesk.postprocessors import ConflictFlagger, ContextReport, VersionResolver
+from policydesk.postprocessors import ConflictFlagger, VersionResolver
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.chunk_ids import doc_id_of
@@ -98,13 +98,11 @@ class PolicyRetriever(ThreadedRetriever):
         stack = RequestStack(self._extensions, db=self._db, store=self._store, embed_model=self._embed_model,
                              settings=self._settings, clearance=self.clearance, dates=self.dates, today=today,
                              postprocessors=self._postprocessors)
-        report = ContextReport()
         resolver = VersionResolver(lookup=self._lookup, clearance=self.clearance, dates=self.dates, today=today,
-                                   recent_change_days=self._settings.RECENT_CHANGE_DAYS, report=report)
-        flagger = ConflictFlagger(report=report)
-        nodes = stack.retrieve(query_bundle).nodes
-        nodes = stack.finish(flagger.postprocess_nodes(resolver.postprocess_nodes(nodes)))
-        held = report.held_back  # the first policy reached had no version in force on its date
+                                   recent_change_days=self._settings.RECENT_CHANGE_DAYS)
+        resolved = resolver.resolve(stack.retrieve(query_bundle).nodes)
+        nodes = stack.finish(ConflictFlagger().flag(resolved.nodes).nodes)
+        held = resolved.report.held_back  # the first policy reached had no version in force on its date
         if held is not None and (not nodes or _about(query_bundle.query_str, held.title, nodes)):
             raise held  # where `ask` refuses: the question is about that policy
         for n in nodes:

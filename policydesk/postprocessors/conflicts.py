@@ -27,6 +27,8 @@ policy is there to answer.
 
 from __future__ import annotations
 
+import llama_index.core.instrumentation as instrument
+
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,12 +37,14 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.contract.answer import AnswerWarning
-from policydesk.contract.report import ContextReport
+from policydesk.contract.report import ContextReport, Processed
 from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import VersionLookup
 from policydesk.versions.durations import Duration, compare, parse_durations
 from policydesk.versions.rulekind import heading_terms, reads_as_rule, rule_terms, same_kind
+
+dispatcher = instrument.get_dispatcher(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,6 @@ class ConflictFlagger(BaseNodePostprocessor):
     lookup: VersionLookup | None = Field(default=None, description="Reads the other sections of a policy version.")
     clearance: Clearance | None = Field(default=None, description="What the caller may read, for the lookup.")
 
-    report: ContextReport | None = Field(
-        default=None, exclude=True, description="Where conflicts and their warnings go; None keeps only node metadata.")
-
     @classmethod
     def class_name(cls) -> str:
         return "ConflictFlagger"
@@ -83,7 +84,12 @@ class ConflictFlagger(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        report = self.report if self.report is not None else ContextReport()
+        return self.flag(nodes).nodes
+
+    @dispatcher.span
+    def flag(self, nodes: list[NodeWithScore]) -> Processed:
+        """The nodes with contradicting notes dropped or demoted, and the conflicts found."""
+        report = ContextReport()
         policies = [n for n in nodes if n.node.metadata.get("source_type") == "policy"]
         known = self._policy_rules(policies)
         flagged: dict[str, dict] = {}
@@ -107,14 +113,14 @@ class ConflictFlagger(BaseNodePostprocessor):
                     report.warnings.append(AnswerWarning(kind="conflict", message=conflict["message"], doc_ids=[
                         doc_id_of(note.node), conflict["policy_doc_id"]]))
         if not flagged:
-            return nodes
+            return Processed(nodes, report)
         if self.action == "drop":
-            return [n for n in nodes if n.node.node_id not in flagged]
+            return Processed([n for n in nodes if n.node.node_id not in flagged], report)
         kept = [n for n in nodes if n.node.node_id not in flagged]
         demoted = [n for n in nodes if n.node.node_id in flagged]
         for n in demoted:
             n.node.metadata["conflicts_with"] = flagged[n.node.node_id]["policy_chunk_id"]
-        return kept + demoted
+        return Processed(kept + demoted, report)
 
     @staticmethod
     def _differing(stated: list[StatedRule], rules: list[tuple[str, StatedRule]]) -> dict[str, list]:

@@ -26,6 +26,8 @@ caller's `ContextReport` (`report`); the resolver keeps nothing between calls.
 
 from __future__ import annotations
 
+import llama_index.core.instrumentation as instrument
+
 from datetime import date, timedelta
 
 from llama_index.core.bridge.pydantic import Field
@@ -33,7 +35,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.contract.answer import AnswerWarning
-from policydesk.contract.report import ContextReport
+from policydesk.contract.report import ContextReport, Processed
 from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
 from policydesk.versions import (
@@ -48,6 +50,8 @@ from policydesk.versions import (
     previous_version,
 )
 
+dispatcher = instrument.get_dispatcher(__name__)
+
 
 class VersionResolver(BaseNodePostprocessor):
     """Swap policy chunks for the version that applied (configured for one request: its dates)."""
@@ -60,9 +64,6 @@ class VersionResolver(BaseNodePostprocessor):
     today: date = Field(description="Injected clock; the version in force today is used without a date.")
     recent_change_days: int = Field(default=365, description="Warn when the in-force version is this recent.")
 
-    report: ContextReport | None = Field(
-        default=None, exclude=True, description="Where findings about the request go; None keeps only node metadata.")
-
     @classmethod
     def class_name(cls) -> str:
         return "VersionResolver"
@@ -70,7 +71,12 @@ class VersionResolver(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        report = self.report if self.report is not None else ContextReport()
+        return self.resolve(nodes).nodes
+
+    @dispatcher.span
+    def resolve(self, nodes: list[NodeWithScore]) -> Processed:
+        """The nodes of the versions that apply, and what was found about the request."""
+        report = ContextReport()
         policy_ids = [doc_id_of(n.node) for n in nodes if n.node.metadata.get("source_type") == "policy"]
         related_ids = [r for n in nodes if n.node.metadata.get("source_type") != "policy"
                        for r in n.node.metadata.get("related_policies") or []]
@@ -101,7 +107,7 @@ class VersionResolver(BaseNodePostprocessor):
             seen.add(resolved.node.node_id)
             out.append(resolved)
         report.applied.extend(self._applied(v) for v in chosen.values() if v is not None)
-        return out
+        return Processed(out, report)
 
     # -- one wiki page or call note -----------------------------------------------------------
 
