@@ -50,6 +50,13 @@ from functools import lru_cache
 from policydesk.detectors.addresses import find_member_addresses
 from policydesk.detectors.attribution import PHONE as _PHONE
 from policydesk.detectors.attribution import TOLL_FREE, is_plan_number, number_owner
+from policydesk.detectors.date_shapes import (
+    DATE,
+    DATE_RE,
+    DOB_DATE_RE,
+    DOB_WORDS,
+    WORD_DATE,
+)
 from policydesk.detectors.normalize import normalize
 
 _I = re.IGNORECASE
@@ -62,40 +69,9 @@ class Finding:
     end: int
 
 
-# ---------------------------------------------------------------------- shapes
+# ---------------------------------------------------------------------- shapes (dates: date_shapes.py)
 
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_DATE = (
-    r"(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})(?!\d)"
-    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)"
-    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}})"
-)
-_DATE_RE = re.compile(_DATE, _I)
-# After a date-of-birth word a date may also be written with an ordinal word ("the fourth of July, 1958"),
-# a two-digit year ("june 9 84") or no year ("DOB 3/4"): still a birth date.
-_ORDINAL_WORD = (r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
-                 r"(?:thir|four|fif|six|seven|eigh|nine)teenth|twentieth|twenty[-\s](?:first|second|third|fourth|"
-                 r"fifth|sixth|seventh|eighth|ninth)|thirtieth|thirty[-\s]first)")
-# A year read out in words: "nineteen fifty-two", "nineteen oh five", "two thousand three".
-_UNIT_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine)"
-_TEENS_WORD = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
-_TENS_WORD = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
-_YEAR_WORDS = (rf"(?:(?:nineteen|twenty)[\s-]+(?:{_TENS_WORD}(?:[\s-]+{_UNIT_WORD})?|{_TEENS_WORD}|oh[\s-]+{_UNIT_WORD}|hundred)"
-               rf"|two\s+thousand(?:\s+and)?(?:[\s-]+(?:{_UNIT_WORD}|{_TEENS_WORD}|{_TENS_WORD}(?:[\s-]+{_UNIT_WORD})?))?)")
-_YEAR = rf"(?:\d{{4}}|{_YEAR_WORDS})"
-# A full date with the day or the year in words ("April fourth nineteen fifty-two", "the 3rd of May, two
-# thousand one"): a birth date when a DOB word or a person's name is next to it.
-_WORD_DATE = (rf"(?:(?:the\s+)?(?:{_ORDINAL_WORD}|\d{{1,2}}(?:st|nd|rd|th)?)\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}"
-              rf"|{_MONTH}\s+(?:the\s+)?(?:{_ORDINAL_WORD}|\d{{1,2}}(?:st|nd|rd|th)?),?\s+{_YEAR})")
-_WORD_DATE_RE = re.compile(_WORD_DATE, _I)
-_DOB_DATE_RE = re.compile(
-    rf"{_DATE}|{_WORD_DATE}"
-    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+'?\d{{2}}(?!\d)|\d{{1,2}}/\d{{1,2}}(?![/\d])"
-    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?!\d)", _I)
-_DOB_WORDS = (r"(?:d\.?o\.?b\b\.?|date\s+of\s+birth|birth\s*date|birthday|born(?:\s+on)?"
-              r"|birthdate)")
-_DOB_WORD_RE = re.compile(rf"\b{_DOB_WORDS}", _I)
+_DOB_WORD_RE = re.compile(rf"\b{DOB_WORDS}", _I)
 # "born on or after 2000-01-01" states an eligibility rule, not someone's birth date.
 _DOB_GAP_RULE = re.compile(
     r"[.?!]\s|\b(?:or|and|before|after|prior|since|until|between|earlier|later|than|from|to)\b", _I
@@ -209,8 +185,8 @@ _LOWER_NAME_AFTER_NAME_CUE = re.compile(
     rf"(?P<name>[a-z][a-z'-]+(?:\s+[a-z]\.?)?\s+[a-z][a-z'-]+)\b", _I)
 _LOWER_NAME_WITH_INITIAL = re.compile(
     rf"\b(?:{_PERSON_CUE})(?:'s)?(?:\s+is)?[\s:,(]+(?P<name>[a-z][a-z'-]+\s+[a-z]\.\s+[a-z][a-z'-]+)\b", _I)
-_NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?:(?i:born|dob|d\.o\.b\.?)[\s:]*)?(?P<date>(?i:{_DATE}|{_WORD_DATE}))")
-_NAME_THEN_DOB = re.compile(rf"(?P<name>{_NAME})\s*[,(]?\s*(?i:{_DOB_WORDS})")
+_NAME_THEN_DATE = re.compile(rf"(?P<name>{_NAME})\s*[,(]\s*(?:(?i:born|dob|d\.o\.b\.?)[\s:]*)?(?P<date>(?i:{DATE}|{WORD_DATE}))")
+_NAME_THEN_DOB = re.compile(rf"(?P<name>{_NAME})\s*[,(]?\s*(?i:{DOB_WORDS})")
 _NOT_NAME_WORDS = frozenset("""
     services service operations appeals appeal health plan care medicare medicaid
     advantage prior authorization behavioral customer provider providers member members id card
@@ -247,7 +223,7 @@ def _is_compact_date(digits: str) -> bool:
 
 
 def is_date_token(token: str) -> bool:
-    return bool(_DATE_RE.fullmatch(token)) or _is_compact_date(token)
+    return bool(DATE_RE.fullmatch(token)) or _is_compact_date(token)
 
 
 def id_shaped(token: str, *, min_plain_digits: int = 6) -> bool:
@@ -293,11 +269,11 @@ def _phones(text: str) -> list[Finding]:
 def _dates_of_birth(text: str) -> list[Finding]:
     out = []
     for m in _DOB_WORD_RE.finditer(text):
-        found = _DOB_DATE_RE.search(text, m.end(), m.end() + 60)
+        found = DOB_DATE_RE.search(text, m.end(), m.end() + 60)
         if found and found.start() - m.end() <= 40 and not _DOB_GAP_RULE.search(text, m.end(), found.start()):
             out.append(Finding("date_of_birth", found.start(), found.end()))
         # "pt DOB" right after the date: "04/01/1985 date of birth"
-        before = list(_DATE_RE.finditer(text, max(0, m.start() - 30), m.start()))
+        before = list(DATE_RE.finditer(text, max(0, m.start() - 30), m.start()))
         if before and not _DOB_GAP_RULE.search(text, before[-1].end(), m.start()):
             out.append(Finding("date_of_birth", before[-1].start(), before[-1].end()))
     for m in _NAME_THEN_DATE.finditer(text):
@@ -404,7 +380,7 @@ def token_holds_identifier(token: str, plan_patterns: Sequence[str] | None = Non
     spaced = normal.replace("-", " ")
     patterns = tuple(plan_patterns) if plan_patterns is not None else _default_plan_patterns()
     shapes = (*_plan_regexes(patterns), _SSN_SHAPE, _MBI, _BARE_DIGITS, _PHONE)
-    return bool(_DATE_RE.search(normal)) or any(shape.search(spaced) for shape in shapes)
+    return bool(DATE_RE.search(normal)) or any(shape.search(spaced) for shape in shapes)
 
 
 def find_member_identifiers(text: str, plan_patterns: Sequence[str] | None = None, *,
