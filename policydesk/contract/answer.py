@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 
 
 WarningKind = Literal[
-    "recent_change", "scheduled_change", "conflict", "degraded", "extractive", "stale_source", "version_swapped",
+    "recent_change", "scheduled_change", "conflict", "degraded", "extractive",  # extractive: older traces only
+    "stale_source", "version_swapped",
     "redacted", "date_from_question", "date_in_question", "not_in_force", "line_of_business", "policy_text",
 ]
 # Warnings that describe one source: an answer keeps them only for the sources it cites.

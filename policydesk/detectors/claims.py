@@ -1,8 +1,7 @@
 """Claim language: requests for a claim action, and drafted text announcing a claim decision.
 
 Pure text detection: the refusal gate screens questions with `is_claim_action`, and
-the post-flight check and the extractive answerer screen drafted text with
-`find_claim_decision_language`.
+the post-flight check screens a draft's own words with `find_claim_decision_language`.
 
 Borderline decisions (pinned in tests/data/refusal_cases.yaml and the labelled splits):
 questions about how a rule works pass even when they use claim-action verbs ("how are

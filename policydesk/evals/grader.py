@@ -1,7 +1,7 @@
 """Groundedness grader: asks the live model whether each answer is supported by its cited text.
 
-Only used with a live provider; the offline extractive answerer quotes its sources verbatim,
-so grading it against itself would measure nothing. Graded by the same model family: a smoke
+Only used with a live provider; with no model the policy text itself is shown, so there is
+nothing to grade. Graded by the same model family: a smoke
 test, not proof.
 """
 

@@ -236,7 +236,7 @@ table {{ border-collapse: collapse; margin: 1rem 0; }} td, th {{ border: 1px sol
 <h1>PolicyDesk eval {html.escape(run.run_id)}</h1>
 <p class="status">{html.escape(_status(run))}</p>
 <p>Golden: {html.escape(str(run.golden_path))} ({len(run.items)} items), reference date {run.reference_date}, k={run.k}.
-Model: {html.escape(run.model)}{" (offline extractive answerer: quotes sources, not a model)" if run.extractive else ""}.</p>
+Model: {html.escape(run.model)}{" (no model: the policy text in force, its likely sentence marked)" if run.extractive else ""}.</p>
 <ul>{skipped}</ul>
 <h2>Overall</h2>
 <table><tr><th>metric</th><th>full system</th><th>naive baseline</th></tr>{metric_rows}</table>

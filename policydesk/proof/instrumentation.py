@@ -59,7 +59,7 @@ class TraceCollector(BaseEventHandler):
         elif isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
             if isinstance(event, LLMChatEndEvent):
                 draft.open_chats -= 1
-            # A CustomLLM (the extractive answerer) serves chat() through complete(): the
+            # A CustomLLM (a scripted or local model) serves chat() through complete(): the
             # completion inside a chat is the same model call, counted once.
             if isinstance(event, LLMChatEndEvent) or draft.open_chats == 0:
                 draft.llm_calls += 1

@@ -1,6 +1,7 @@
 """Cited JSON answers: schema, prompt, the synthesizer with validation, and the post-flight check.
 
-The answerers themselves (Gemini, the offline extractive one) are providers: `policydesk.providers`.
+The models (Gemini, a plan's own OpenAI-compatible server) and the offline passage reader are
+providers: `policydesk.providers`.
 """
 
 from policydesk.synthesis.postflight import PostflightVerdict, check_draft, combine
