@@ -66,6 +66,16 @@ def test_values_from_the_cited_version_label_may_be_stated():
                        "Corrected claims are due within 150 days."), READABLE) is None
 
 
+def test_the_last_day_in_force_the_prompt_shows_may_be_stated():
+    # Version 1 is stored with its exclusive end (2026-01-01); the prompt shows its last day.
+    v1 = TextNode(id_="POL-X:v1:limits", text="Corrected claims are due within 150 days.", metadata={
+        "title": "Filing Rules", "section": "Limits", "version": 1, "effective_from": "2024-01-01",
+        "effective_to": "2026-01-01"})
+    quote = "Corrected claims are due within 150 days."
+    assert check(draft("Version 1, in force until 2025-12-31: 150 days.", quote, chunk_id=v1.node_id),
+                 {v1.node_id: v1}) is None
+
+
 def test_a_citation_outside_context_or_unreadable_is_refused():
     problem = check(draft("Providers have 90 days.", "within ninety (90) calendar days",
                           chunk_id="POL-SECRET:v1:x"), READABLE)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import BaseNode
 
+from policydesk.synthesis.prompt import in_force_label
 from policydesk.synthesis.schema import ModelAnswer
 from policydesk.synthesis.values import Value, normalise, values
 
@@ -63,7 +64,8 @@ def label_values(node: BaseNode) -> set[Value]:
     """Values a claim may state about its source rather than from it: version, window, names."""
     meta = node.metadata
     label = " ".join(str(meta.get(k) or "") for k in ("title", "section"))
-    window = " ".join(str(meta.get(k) or "") for k in ("effective_from", "effective_to"))
+    # The window as the prompt shows it (its last day in force), not the stored exclusive end.
+    window = in_force_label(meta.get("effective_from"), meta.get("effective_to"))
     return values(f"{label} version {meta.get('version', '')} {window}")
 
 
