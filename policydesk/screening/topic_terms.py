@@ -13,8 +13,6 @@ The terms are the ones the gate and the vocabulary read, from one string per chu
 
 from __future__ import annotations
 
-import re
-
 import logging
 import time
 from collections import Counter
@@ -26,17 +24,7 @@ from sqlalchemy import text
 
 from policydesk.screening.words import STOPWORDS, normalize, run_initials
 
-# "Northwind Family Care (Medicaid)": a capitalised name and, in brackets, what it is.
-_LABELLED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){1,3})\s+\(([A-Za-z][A-Za-z ]{1,30})\)")
-
-
-def labelled_names(text: str) -> set[tuple[str, str]]:
-    """(name, label) pairs a text writes as "Name (label)"."""
-    return {(m.group(1), m.group(2).strip()) for m in _LABELLED.finditer(text)}
-
 MAX_N = 3
-# A label is stored as name and label joined by a character no text contains.
-LABEL_SEPARATOR = "\x1f"
 CALL_NOTE = "call_note"
 # Queued chunks read per round trip, and the distinct counts held before they are written: a
 # bulk catch-up repeats the same terms in every batch, so counts are merged across batches and
@@ -88,7 +76,6 @@ def chunk_terms(title: str, heading: str, body: str) -> dict[str, set[str]]:
         "part": {p for t in words if "-" in t for p in t.split("-") if p} - words,
         "phrase": set(phrases(tokens)),
         "initials": set(run_initials(tokens)),
-        "label": {f"{name}{LABEL_SEPARATOR}{label}" for name, label in labelled_names(joined)},
     }
 
 

@@ -118,7 +118,7 @@ def _statements(levels: tuple[str, ...], sensitive: bool) -> dict[str, object]:
             "AND EXISTS (SELECT 1 FROM unnest(string_to_array(c.term, ' ')) AS w(word) WHERE coalesce((SELECT sum(t.chunks) "
             f"FROM topic_terms t WHERE t.kind = 'word' AND t.term = w.word AND {t}), 0) <= :rare)"),
         "vocabulary": text(
-            f"SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part', 'label') AND {t}"),
+            f"SELECT DISTINCT t.kind, t.term FROM topic_terms t WHERE t.kind IN ('word', 'part') AND {t}"),
         "initials": text(
             f"SELECT 1 FROM topic_terms t WHERE t.kind = 'initials' AND t.term = :term AND {t} LIMIT 1"),
     }
@@ -265,7 +265,7 @@ class CorpusTopicGate:
         self.refresh()
         key = self._key(clearance)
         if key not in self._vocabularies:
-            kinds: dict[str, set[str]] = {"word": set(), "part": set(), "label": set()}
+            kinds: dict[str, set[str]] = {"word": set(), "part": set()}
             for r in self._read(_sql(clearance, "vocabulary")):
                 kinds[r.kind].add(r.term)
             self._vocabularies[key] = Vocabulary(frozenset(kinds["word"] | kinds["part"]),
