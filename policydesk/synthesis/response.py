@@ -60,7 +60,7 @@ def outcome_metadata(outcome: SynthesisOutcome, cited: Sequence[NodeWithScore]) 
     }
 
 
-def cited_response(outcome: SynthesisOutcome, nodes: Sequence[NodeWithScore],
+def cited_response(outcome: SynthesisOutcome,
                    additional_source_nodes: Sequence[NodeWithScore] | None = None) -> Response:
     cited = cited_nodes(outcome)
     if outcome.answer is not None:

@@ -210,14 +210,14 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
     @dispatcher.span
     def synthesize(self, query: QueryType, nodes: list[NodeWithScore],
                    additional_source_nodes: Sequence[NodeWithScore] | None = None, **response_kwargs: Any) -> Response:
-        with self._synthesis(query, nodes, additional_source_nodes, response_kwargs) as (question, notes, done):
+        with self._synthesis(query, additional_source_nodes, response_kwargs) as (question, notes, done):
             return done(self._drive(self._flow(question, nodes, notes, self._chunks())))[1]
 
     @dispatcher.span
     async def asynthesize(self, query: QueryType, nodes: list[NodeWithScore],
                           additional_source_nodes: Sequence[NodeWithScore] | None = None,
                           **response_kwargs: Any) -> Response:
-        with self._synthesis(query, nodes, additional_source_nodes, response_kwargs) as (question, notes, done):
+        with self._synthesis(query, additional_source_nodes, response_kwargs) as (question, notes, done):
             return done(await self._adrive(self._flow(question, nodes, notes, self._chunks())))[1]
 
     # -- the pipeline's entry points: the outcome itself -------------------------------------------
@@ -225,13 +225,13 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
     def synthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = (),
                            chunks: CallerChunks | None = None) -> SynthesisOutcome:
         """`chunks`: this request's caller (the pipeline shares one synthesizer across callers)."""
-        with self._synthesis(question, nodes, None, {"notes": notes}) as (question, notes, done):
+        with self._synthesis(question, None, {"notes": notes}) as (question, notes, done):
             return done(self._drive(self._flow(question, nodes, notes, self._chunks(chunks))))[0]
 
     @dispatcher.span
     async def asynthesize_outcome(self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str] = (),
                                   chunks: CallerChunks | None = None) -> SynthesisOutcome:
-        with self._synthesis(question, nodes, None, {"notes": notes}) as (question, notes, done):
+        with self._synthesis(question, None, {"notes": notes}) as (question, notes, done):
             return done(await self._adrive(self._flow(question, nodes, notes, self._chunks(chunks))))[0]
 
     def _chunks(self, given: CallerChunks | None = None) -> CallerChunks:
@@ -247,8 +247,8 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
         raise NotImplementedError(_TEXT_ONLY)
 
     @contextmanager
-    def _synthesis(self, query: QueryType, nodes: Sequence[NodeWithScore],
-                   additional: Sequence[NodeWithScore] | None, response_kwargs: dict[str, Any]) -> Iterator[tuple]:
+    def _synthesis(self, query: QueryType, additional: Sequence[NodeWithScore] | None,
+                   response_kwargs: dict[str, Any]) -> Iterator[tuple]:
         """The start event and callback around one synthesis; `done(outcome)` builds the Response
         and fires the end event, returning (outcome, response)."""
         unknown = sorted(set(response_kwargs) - {"notes"})
@@ -260,7 +260,7 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
         with self._callback_manager.event(CBEventType.SYNTHESIZE,
                                           payload={EventPayload.QUERY_STR: bundle.query_str}) as event:
             def done(outcome: SynthesisOutcome) -> tuple[SynthesisOutcome, Response]:
-                response = cited_response(outcome, nodes, additional)
+                response = cited_response(outcome, additional)
                 event.on_end(payload={EventPayload.RESPONSE: response})
                 dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
                 return outcome, response
