@@ -11,7 +11,7 @@ import dataclasses
 import logging
 from datetime import date
 
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
 
 from policydesk.ops import metrics
@@ -288,8 +288,7 @@ class AskPipeline:
         vocabulary = self._vocabulary(chunks.clearance)
         if vocabulary is not None and (unknown := unknown_terms(question, vocabulary)):
             return self._withhold(question, held, f"the sources never mention: {', '.join(unknown)}")
-        stored = chunks.read(n.node.node_id for n in nodes)
-        context = [NodeWithScore(node=stored[n.node.node_id], score=n.score) for n in nodes if n.node.node_id in stored]
+        context, _ = chunks.reread(nodes)
         passages = self.reader.read(question, context)
         if not passages:
             return self._withhold(question, held, "no sentence in the sources in context")

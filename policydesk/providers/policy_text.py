@@ -45,9 +45,7 @@ class PolicyTextSynthesizer(BaseSynthesizer):
     def synthesize(self, query: QueryType, nodes: list[NodeWithScore],
                    additional_source_nodes: Sequence[NodeWithScore] | None = None, **kwargs: Any) -> Response:
         question = query.query_str if isinstance(query, QueryBundle) else query
-        stored = self.chunks.read(n.node.node_id for n in nodes)
-        context = [NodeWithScore(node=stored[n.node.node_id], score=n.score) for n in nodes
-                   if n.node.node_id in stored]
+        context, _ = self.chunks.reread(nodes)
         passages = self._reader.read(question, context)
         if not passages:
             return Response(response=NO_ANSWER_PREFIX + "no source the caller may read is in context.",

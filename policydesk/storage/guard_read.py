@@ -72,6 +72,18 @@ class CallerChunks:
         return {r[0]: TextNode(id_=r[0], text=r[1], metadata={k: v for k, v in (r[2] or {}).items() if not k.startswith("_")})
                 for r in rows}
 
+    def reread(self, nodes: Iterable[Any]) -> tuple[list[Any], list[str]]:
+        """(the nodes the caller may read, as stored, in their order and each once, with their
+        scores; the ids of the others): what a synthesizer may show, whatever it was handed."""
+        from llama_index.core.schema import NodeWithScore
+
+        first: dict[str, Any] = {}
+        for n in nodes:
+            first.setdefault(n.node.node_id, n)
+        stored = self.read(first)
+        kept = [NodeWithScore(node=stored[i], score=n.score) for i, n in first.items() if i in stored]
+        return kept, [i for i in first if i not in stored]
+
 
 @lru_cache(maxsize=256)
 def _node_statement(dialect: Dialect, clearance: Clearance) -> tuple[str, dict]:

@@ -290,11 +290,8 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
         self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str], chunks: CallerChunks
     ) -> Generator[DraftRequest, _Reply, SynthesisOutcome]:
         attempts: list[dict] = []
-        stored = chunks.read(n.node.node_id for n in nodes)
         # The context is what the caller may read, as stored; the rest never reaches the model.
-        context = [NodeWithScore(node=stored[n.node.node_id], score=n.score)
-                   for n in _unique(nodes) if n.node.node_id in stored]
-        dropped = [n.node.node_id for n in _unique(nodes) if n.node.node_id not in stored]
+        context, dropped = chunks.reread(nodes)
 
         def outcome(answer: ModelAnswer | None, reason: str | None, failed: bool = False) -> SynthesisOutcome:
             return SynthesisOutcome(
@@ -343,13 +340,6 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
                 build_retry_message(problem.detail, allowed),
             ]
         return outcome(None, fail_closed_reason(problems), failed=True)
-
-
-def _unique(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-    first: dict[str, NodeWithScore] = {}
-    for n in nodes:
-        first.setdefault(n.node.node_id, n)
-    return list(first.values())
 
 
 _TEXT_ONLY = ("CitedAnswerSynthesizer answers over nodes, not bare text chunks: citations must name the id of a "
