@@ -1,56 +1,31 @@
 """The DESIGN.md walkthrough in a real browser (Debian chromium), against uvicorn on the demo DB.
 
-Screenshots of each step land in test-artifacts/ for a human to look at.
+Screenshots of each step are kept under the data directory (tests/browser_helpers.py).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from datetime import date
-from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
 from policydesk.accounts.users import add_user
-from tests.web_helpers import free_port
+from tests.browser_helpers import PASSWORD, chromium, needs_chromium, served, shot, sign_in
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-PASSWORD = "walkthrough-password"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update"]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium "
-                                                     "(apt-get install -y chromium)"),
-]
+pytestmark = needs_chromium
+GROUP = "walkthrough"
 
 
 @pytest.fixture(scope="module")
 def server_url(demo_db, settings, embed_model):
-    import uvicorn
-
     from policydesk.pipeline import build_pipeline
     from policydesk.web.app import create_app
 
     pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=date(2026, 11, 29))
-    app = create_app(settings, db=demo_db, pipeline=pipeline)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(create_app(settings, db=demo_db, pipeline=pipeline)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -65,34 +40,17 @@ def people(demo_db) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
-
-
-def _sign_in(browser, base: str, name: str):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    page.goto(f"{base}/ask")
-    assert "/login" in page.url
-    page.fill("#name", name)
-    page.fill("#password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/ask")
-    return page
+    shot(page, GROUP, name)
 
 
 def test_walkthrough_in_browser(browser, server_url, people):
     # A rep asks without a date: 90 days, version 2.
-    rep = _sign_in(browser, server_url, people["rep"])
+    rep = sign_in(browser, server_url, people["rep"])
     _shot(rep, "01-rep-ask-page.png")
     rep.fill("#question", "What is the timely filing limit?")
     rep.click("form.ask-form button[type=submit]")
@@ -111,7 +69,7 @@ def test_walkthrough_in_browser(browser, server_url, people):
     assert "Wrong version" in rep.inner_text("#result .feedback-recorded")
 
     # The compliance reviewer finds it, opens it, checks it and replays it.
-    reviewer = _sign_in(browser, server_url, people["compliance"])
+    reviewer = sign_in(browser, server_url, people["compliance"])
     reviewer.goto(f"{server_url}/disputes")
     reviewer.fill("input[name=words]", "timely filing")
     reviewer.fill("input[name=staff]", people["rep"])
