@@ -36,7 +36,7 @@ def _start() -> None:
 
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
-DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance"}
+DEMO_USERS = {"rep": "rep", "supervisor": "supervisor", "compliance": "compliance", "admin": "admin"}
 
 
 @app.command()

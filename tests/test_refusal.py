@@ -243,8 +243,8 @@ def test_screening_redacts_what_it_passes_and_names_the_detectors():
 
 def test_screen_question_unknown_role_raises():
     # The clearance is resolved before screening: an unknown role fails there, loudly.
-    with pytest.raises(UnknownRoleError, match="Unknown role 'admin'"):
-        screen_question("What is the timely filing limit?", clearance_for("admin"))
+    with pytest.raises(UnknownRoleError, match="Unknown role 'member'"):
+        screen_question("What is the timely filing limit?", clearance_for("member"))
 
 
 def test_clearance_for_unknown_role_raises_value_error():
@@ -253,7 +253,9 @@ def test_clearance_for_unknown_role_raises_value_error():
 
 
 def test_clearance_permits_by_role():
-    rep, supervisor, compliance = (clearance_for(r) for r in ROLES)
+    rep, supervisor, compliance, admin = (clearance_for(r) for r in ROLES)
+    # Administering accounts is no reason to read restricted text: the admin reads as a rep.
+    assert (admin.levels, admin.sensitive) == (rep.levels, rep.sensitive)
     assert rep.permits("internal", sensitive=False)
     assert not rep.permits("internal", sensitive=True)
     assert not rep.permits("restricted", sensitive=False)

@@ -10,15 +10,22 @@ from __future__ import annotations
 
 from policydesk.storage.clearance import ACCESS_LEVELS, Clearance
 
-__all__ = ["ACCESS_LEVELS", "ROLES", "Clearance", "UnknownRoleError", "clearance_for"]
+__all__ = ["ACCESS_LEVELS", "ADMIN_ROLE", "ROLES", "Clearance", "UnknownRoleError", "clearance_for"]
 
-ROLES: tuple[str, ...] = ("rep", "supervisor", "compliance")
+# Ordered from least to most power; single sign-on gives a user in several mapped groups the
+# last of their roles (accounts/sso.py). `admin` is last because it may grant any role.
+ROLES: tuple[str, ...] = ("rep", "supervisor", "compliance", "admin")
+
+# The role that may use the admin pages (accounts, API tokens, sources and sync). Administering
+# accounts is no reason to read restricted policy text, so it reads with the rep's clearance.
+ADMIN_ROLE = "admin"
 
 # role -> (access levels it may read, cleared for sensitive sources)
 _ROLE_GRANTS: dict[str, tuple[tuple[str, ...], bool]] = {
     "rep": (("public", "internal"), False),
     "supervisor": (("public", "internal", "restricted"), True),
     "compliance": (ACCESS_LEVELS, True),
+    ADMIN_ROLE: (("public", "internal"), False),
 }
 
 
