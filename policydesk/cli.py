@@ -343,6 +343,9 @@ def _register_optional_commands() -> None:
 
     app.command("eval", help="Run the golden set against the full system and the naive baseline.")(eval_command)
     app.command("bench", help="Stage-level latency benchmarks, optionally at 10^4/10^5 synthetic chunks.")(bench_command)
+    from policydesk.commands.stack import stack as stack_command
+
+    app.command("stack")(stack_command)
 
 
 _register_optional_commands()
