@@ -192,15 +192,13 @@ def test_the_retrieval_events_fire_once_per_search_and_per_retrieve(demo_db, emb
 
 def test_a_second_connection_only_when_no_other_search_is_running(demo_db, embed_model, statement_log):
     # With other requests in flight the cores are busy; a second backend per search only adds work.
-    from policydesk.retrievers import hybrid
-
     retriever = HybridRetriever(chunk_vector_store(demo_db), embed_model, clearance=clearance_for("rep"),
-                                concurrent_arms=True)
+                                concurrent_arms=True, searches=demo_db.searches)
     alone = retriever.search(QUESTIONS[0])
-    with hybrid._search_in_flight() as first:  # another request's search, still running
+    with demo_db.searches.search() as first:  # another request's search on the same pool, still running
         assert first
         crowded = retriever.search(QUESTIONS[0])
     (_, t1), (_, d1), (_, t2), (_, d2) = [e for e in statement_log if e[0] != "embed"]
     assert t1 != d1 and t2 == d2
     assert _view(crowded) == _view(alone)
-    assert hybrid._IN_FLIGHT == 0
+    assert demo_db.searches.count == 0

@@ -56,7 +56,7 @@ class RequestStack:
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
                                          text_candidates=settings.TEXT_CANDIDATES,
                                          concurrent_arms=settings.CONCURRENT_ARMS, extra_arms=extra,
-                                         one_version_per_section=True)
+                                         one_version_per_section=True, searches=db.searches)
         self.postprocessors = [(p.name, p.build(self.context)) for p in extensions.postprocessors]
         self.postprocessors += list(postprocessors)
         self.built_in = {DENSE_ARM, TEXT_ARM}

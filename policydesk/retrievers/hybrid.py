@@ -23,7 +23,6 @@ returned and which arms returned each chunk, so the clearance guard can name a c
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import ExitStack, contextmanager
@@ -44,6 +43,7 @@ from policydesk.retrievers.text import IndexedTextRetriever
 from policydesk.retrievers.threaded import ThreadedRetriever
 from policydesk.storage.chunk_ids import doc_id_of
 from policydesk.storage.clearance import Clearance
+from policydesk.storage.engine import SearchesInFlight
 from policydesk.storage.pipelined import scoped_pipeline
 from policydesk.storage.upstream import store_engines
 
@@ -96,7 +96,8 @@ class HybridRetriever(ThreadedRetriever):
     def __init__(self, vector_store, embed_model, *, clearance: Clearance,
                  top_k: int = 8, arm_top_k: int = 20, split_parts: bool = True, text_candidates: int = TEXT_CANDIDATES,
                  extra_arms: Sequence[tuple[str, BaseRetriever]] = (), concurrent_arms: bool = False,
-                 one_version_per_section: bool = False, **kwargs: Any) -> None:
+                 one_version_per_section: bool = False, searches: SearchesInFlight | None = None,
+                 **kwargs: Any) -> None:
         self._engine = store_engines(vector_store)[0]
         self._dense = PermissionScopedRetriever(vector_store, embed_model, ArmConfig(clearance=clearance, top_k=arm_top_k))
         # Full text through the indexed side path (migration 0010); same clearance, same ranks
@@ -114,6 +115,9 @@ class HybridRetriever(ThreadedRetriever):
         # The arms on two connections at once (settings.CONCURRENT_ARMS), so Postgres runs them
         # side by side; each such search holds two pooled connections.
         self._concurrent = concurrent_arms
+        # The searches running on the same pool (`Database.searches`); without it this retriever
+        # counts only its own, and a concurrent search always takes its second connection.
+        self._searches = searches or SearchesInFlight()
         # The top k counts sections, not versions of them: a policy's versions repeat most sections
         # nearly word for word, so without this a few sections in two or three versions each fill
         # the k places, and version resolution (which swaps each for the version that applied)
@@ -199,7 +203,7 @@ class HybridRetriever(ThreadedRetriever):
         """(dense, text) nodes for each question part, as `RankingNode`s (`fuse` builds the stored
         node of each it keeps); no dense nodes without embeddings."""
         with ExitStack() as pipes:
-            alone = pipes.enter_context(_search_in_flight())
+            alone = pipes.enter_context(self._searches.search())
             text_pipe = pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
             texts = [text_pipe.send(*st) if (st := self._text.statement(b)) else None for b in bundles]
             dense_pipe = (pipes.enter_context(scoped_pipeline(self._engine, self._clearance))
@@ -222,27 +226,6 @@ def _timed(timings: dict[str, float], name: str):
         yield
     finally:
         timings[name] = round((time.perf_counter() - t0) * 1000, 3)
-
-
-_IN_FLIGHT = 0  # searches reading their arms in this process now
-_IN_FLIGHT_LOCK = threading.Lock()
-
-
-@contextmanager
-def _search_in_flight():
-    """Count this search while it runs; yields True when no other search is running in the
-    process. Only then does a search take a second connection: with several in flight the cores
-    are already busy, and two connections per search would double what the pool must hold (under
-    load a second connection gains nothing measurable: docs/performance.md, "Load")."""
-    global _IN_FLIGHT
-    with _IN_FLIGHT_LOCK:
-        _IN_FLIGHT += 1
-        alone = _IN_FLIGHT == 1
-    try:
-        yield alone
-    finally:
-        with _IN_FLIGHT_LOCK:
-            _IN_FLIGHT -= 1
 
 
 def section_key(node: NodeWithScore) -> tuple[str, ...]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +91,32 @@ def app_url(owner: URL, role: str, password: str) -> URL:
     return owner.set(username=role, password=password)
 
 
+class SearchesInFlight:
+    """How many searches are reading their retrieval arms on one pool now. A search takes a second
+    connection only when it is alone: with several in flight the cores are already busy, and two
+    connections per search would double what the pool must hold (docs/performance.md, "Load")."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @contextmanager
+    def search(self) -> Iterator[bool]:
+        """Count one search while it runs; yields True when no other search is running."""
+        with self._lock:
+            self._count += 1
+            alone = self._count == 1
+        try:
+            yield alone
+        finally:
+            with self._lock:
+                self._count -= 1
+
+
 @dataclass
 class ReplicaReads:
     """The application login on a streaming read replica: what retrieval and version reads use
@@ -96,6 +125,7 @@ class ReplicaReads:
     app: Engine
     app_async: AsyncEngine
     owner: Engine
+    searches: SearchesInFlight = field(default_factory=SearchesInFlight, repr=False)
 
 
 @dataclass
@@ -106,6 +136,7 @@ class Database:
     app: Engine
     app_async: AsyncEngine
     replica: ReplicaReads | None = None  # DATABASE_REPLICA_URL
+    searches: SearchesInFlight = field(default_factory=SearchesInFlight, repr=False)  # on the `app` pool
     _closed: bool = field(default=False, repr=False)
 
     @property
