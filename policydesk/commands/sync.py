@@ -38,7 +38,7 @@ def sync(
         "--retire", metavar="ID",
         help="Retire this source (repeatable) before syncing: its text stops being retrievable; its version "
              "history and the answers that cited it stay. Remove its manifest entries first. Audit-logged.")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Who retires, for the audit log (default: OS user).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Who retires or syncs, for the audit log (default: OS user).")] = None,
 ) -> None:
     """Sync the index with DIRECTORY: changed and new sources re-ingested, one transaction each.
 
@@ -66,7 +66,7 @@ def sync(
         embed_model = embedding_for(settings)
 
         def run():
-            return sync_directory(db, directory, embed_model, settings)
+            return sync_directory(db, directory, embed_model, settings, actor=by or getpass.getuser())
 
         if every is None:
             try:

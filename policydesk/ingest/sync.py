@@ -8,6 +8,9 @@ changed-but-not-synced (the owners report) and answers citing it keep warning.
 
 A bad manifest entry is refused alone: it is logged and listed in the report's `failed`, and
 every other source is still synced; only a manifest that can't be read at all stops a sync.
+Every sync ends with one `sources_synced` audit_log row: who ran it, what it wrote, and each file
+refused with its field and reason (or, for a manifest that can't be read, the error), so the
+admin sources page can say what the last sync refused and why.
 A source whose `access_level` or `sensitive` changed in the manifest is tried even when its file
 did not change, so its refusal is reported instead of the change being quietly ignored.
 
@@ -28,7 +31,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from policydesk.ingest.errors import IngestError
+from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.ingest import ingest_directory
 from policydesk.ingest.manifest import EntryProblem, Source, read_manifest
 from policydesk.ingest.plan import file_sha256
@@ -54,6 +57,7 @@ class SyncReport:
     written: list[str] = field(default_factory=list)  # "DOC v2"
     unchanged: int = 0
     failed: list[str] = field(default_factory=list)  # "file: field: reason"
+    refused: list[dict] = field(default_factory=list)  # the same refusals: {"file", "field", "reason"} each
     windows_closed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -133,12 +137,33 @@ def _hash_each(sources: Iterable[Source], settings) -> dict[Source, str | None]:
     return hashes
 
 
+SYNC_ACTOR = "policydesk sync"  # the audit row's actor when the caller names no one
+
+
+def _refusals(exc: IngestError) -> list[dict]:
+    problems = exc.problems if isinstance(exc, IngestRefused) else [exc]
+    return [{"file": p.file, "field": p.field, "reason": p.reason} for p in problems]
+
+
+def _audit_sync(db, *, actor: str, directory: Path, paths: list[str], ids: list[str], details: dict) -> None:
+    with db.owner.begin() as conn:
+        insert_audit(conn, actor=actor, action="sources_synced", target=str(directory),
+                     details={"paths": paths, "ids": ids, **details})
+
+
 def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterable[str] = (),
-                   ids: Iterable[str] = ()) -> SyncReport:
+                   ids: Iterable[str] = (), actor: str = SYNC_ACTOR) -> SyncReport:
     """Sync the named sources (default: all), one transaction each. A bad manifest entry is
     reported in `failed` (and logged) and the rest synced; a manifest that can't be read at all
-    raises `IngestError` before anything is written."""
-    manifest = read_manifest(Path(directory))
+    raises `IngestError` before anything is written. Either way one `sources_synced` audit row
+    records the outcome under `actor`."""
+    paths, ids = [str(p) for p in paths], [str(i) for i in ids]
+    try:
+        manifest = read_manifest(Path(directory))
+    except IngestError as exc:
+        _audit_sync(db, actor=actor, directory=directory, paths=paths, ids=ids,
+                    details={"error": str(exc), "refused": _refusals(exc)})
+        raise
     chosen = select_sources(manifest.sources, paths=paths, ids=ids, problems=manifest.problems)
     refused = [c for c in chosen if isinstance(c, EntryProblem)]
     good = [c for c in chosen if not isinstance(c, EntryProblem)]
@@ -146,6 +171,7 @@ def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterabl
     for problem in refused:
         log.warning("sync: manifest entry refused, not synced: %s", problem)
         report.failed.append(str(problem))
+        report.refused.append({"file": problem.file, "field": problem.error.field, "reason": problem.error.reason})
     # Each listed file hashed at most once: the chosen ones to see what changed, the others only
     # when something is to be written (which bytes another entry also lists).
     hashes = _hash_each(good, settings)
@@ -164,11 +190,15 @@ def sync_directory(db, directory: Path, embed_model, settings, *, paths: Iterabl
         except IngestError as exc:
             log.warning("sync: %s not synced: %s", s.file, exc)
             report.failed.append(str(exc))
+            report.refused += _refusals(exc)
             continue
         report.written += done.written_versions
         report.windows_closed += done.windows_closed
         report.warnings += done.warnings
     check_staleness(db, directory, max_bytes=settings.MAX_SOURCE_BYTES)
+    _audit_sync(db, actor=actor, directory=directory, paths=paths, ids=ids, details={
+        "considered": report.considered, "written": report.written, "unchanged": report.unchanged,
+        "windows_closed": len(report.windows_closed), "refused": report.refused})
     return report
 
 
