@@ -125,6 +125,7 @@ class AnswerView:
     status: str  # answered | refused | no_answer | error
     answer: str = ""
     message: str = ""
+    answer_refs: list[int] = field(default_factory=list)  # the sources of the claims the answer says itself
     claims: list[ClaimView] = field(default_factory=list)
     citations: list[CitationView] = field(default_factory=list)
     passages: list[PassageView] = field(default_factory=list)
@@ -182,13 +183,24 @@ def answer_view(data: dict[str, Any], citations: list[dict[str, Any]], *, no_dat
                 and (readable is None or (p["doc_id"], int(p["version"])) in readable)]
     if data.get("passages"):
         claims = []
+    # A claim the answer already says is not listed again under it (a model often answers with its
+    # one claim word for word): its references go on the answer, so each sentence is shown once.
+    answer = data.get("answer", "") if status == "answered" else ""
+    said = _said(answer)
+    answer_refs = list(dict.fromkeys(r for cl in claims if _said(cl.text) in said for r in cl.refs))
+    claims = [cl for cl in claims if _said(cl.text) not in said]
     windows = list(dict.fromkeys(f"{c.title} · {c.version_line}" for c in cites if c.source_type == "policy"))
     warnings = [WarningView(w["kind"], WARNING_LABELS.get(w["kind"], w["kind"].replace("_", " ").capitalize()),
                             w["message"]) for w in data.get("warnings", [])]
-    return AnswerView(status=status, answer=data.get("answer", "") if status == "answered" else "", message=message,
-                      claims=claims, citations=cites, passages=passages, warnings=warnings, windows=windows,
+    return AnswerView(status=status, answer=answer, message=message, answer_refs=answer_refs, claims=claims,
+                      citations=cites, passages=passages, warnings=warnings, windows=windows,
                       dates_line=dates_line(data.get("dates"), no_date), trace_id=data.get("trace_id"),
                       model=data.get("model", ""), product_line=product_line(data))
+
+
+def _said(text: str) -> str:
+    """A sentence as compared for repeats: spacing, case and closing punctuation aside."""
+    return " ".join(text.split()).casefold().rstrip(" .;:")
 
 
 def citation_url(trace_id: str) -> Callable[[str], str]:
