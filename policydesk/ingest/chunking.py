@@ -33,6 +33,9 @@ class ChunkSpec:
     parts: int
     text: str
     tokens: int  # tokens embedded, special tokens included
+    # (first page, last page) of the source its body text was read from; None for a format
+    # without pages. Metadata only: the text, and so the chunk id and embedding, never depend on it.
+    pages: tuple[int, int] | None = None
 
 
 def _body(text: str) -> str:
@@ -86,11 +89,46 @@ def _section_chunks(doc_title: str, section: Section, budget: TokenBudget) -> li
     return out
 
 
+def _word_pages(section: Section) -> list[int]:
+    """The page of each word of the section's body text (its words as `Section.text` joins them);
+    empty for a section read from a format without pages."""
+    out: list[int] = []
+    if not section.pages:
+        return out
+    for paragraph, starts in zip(section.paragraphs, section.pages):
+        count = len(paragraph.split())
+        page = starts[0][1] if starts else 0
+        marks = dict(starts)
+        for i in range(count):
+            page = marks.get(i, page)
+            out.append(page)
+    return out
+
+
+def _pages_of(body: str, words: list[str], pages: list[int], cursor: int) -> tuple[tuple[int, int] | None, int]:
+    """(first page, last page) of a chunk's body text within the section's words, and where the
+    next part's search starts (parts overlap, so it starts after this part's first word). A part
+    not found word for word (a splitter that cut inside a word) gets the whole section's pages:
+    a wider place that still holds it."""
+    if not pages:
+        return None, cursor
+    part = body.split()
+    starts = range(cursor, len(words) - len(part) + 1) if part else range(0)
+    first = next((i for i in starts if words[i] == part[0] and words[i:i + len(part)] == part), None)
+    if first is None:
+        return (min(pages), max(pages)), cursor
+    return (pages[first], pages[first + len(part) - 1]), first + 1
+
+
 def chunk_sections(doc_title: str, sections: list[Section], budget: TokenBudget) -> list[ChunkSpec]:
     chunks: list[ChunkSpec] = []
     for section in sections:
         parts = _section_chunks(doc_title, section, budget)
+        pages = _word_pages(section)
+        words = " ".join(section.paragraphs).split()
+        cursor = 0
         for n, (text, tokens) in enumerate(parts, start=1):
             key = section.section_id if n == 1 else f"{section.section_id}:{n}"
-            chunks.append(ChunkSpec(key, section, n, len(parts), text, tokens))
+            where, cursor = _pages_of(text[len(section.heading) + 1:], words, pages, cursor)
+            chunks.append(ChunkSpec(key, section, n, len(parts), text, tokens, where))
     return chunks

@@ -45,6 +45,9 @@ def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:
     # every other source's chunks byte for byte the same.
     if source.line_of_business:
         meta["line_of_business"] = list(source.line_of_business)
+    # Only a chunk read from a paged format (PDF) carries its pages: where a citation opens it.
+    if chunk.pages is not None:
+        meta["page_start"], meta["page_end"] = chunk.pages
     return meta
 
 

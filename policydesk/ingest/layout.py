@@ -16,6 +16,9 @@ class Block:
     text: str
     where: str  # how an operator finds it in the file: "line 12", "page 2", "paragraph 7"
     level: int = 0
+    # (word index in `text`, page number) where each page of a paragraph begins, first word
+    # first; empty for a format without pages. A citation opens its source at these pages.
+    pages: tuple[tuple[int, int], ...] = ()
 
     @property
     def is_heading(self) -> bool:
@@ -29,3 +32,5 @@ class Layout:
     # an HTML <title>, a text file's first line); None lets the outline decide from the headings.
     title: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Pages read by OCR (no text layer): page number -> mean word confidence, 0-100 (readers/ocr.py).
+    ocr_pages: dict[int, float] = field(default_factory=dict)

@@ -36,6 +36,9 @@ class Section:
     section_id: str
     paragraphs: tuple[str, ...]
     where: str  # where its first text is in the file
+    # Per paragraph, (word index, page) where each of its pages begins (Block.pages); empty for a
+    # format without pages.
+    pages: tuple[tuple[tuple[int, int], ...], ...] = ()
 
     @property
     def title(self) -> str:
@@ -87,27 +90,28 @@ def build_sections(layout: Layout, fallback_title: str) -> Outline:
     has_headings = any(b.is_heading for b in blocks)
     if not has_headings and any(not b.is_heading for b in blocks):
         outline.warnings.append(NO_HEADINGS)
-    raw: list[tuple[tuple[str, ...], list[str], str]] = []
+    raw: list[tuple[tuple[str, ...], list[str], str, list]] = []
     stack: list[tuple[int, str]] = []
-    current: tuple[tuple[str, ...], list[str], str] | None = None
+    current: tuple[tuple[str, ...], list[str], str, list] | None = None
     for block in blocks:
         if block.is_heading:
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.text))
-            current = (tuple(t for _, t in stack), [], block.where)
+            current = (tuple(t for _, t in stack), [], block.where, [])
             raw.append(current)
             continue
         if current is None:
             if has_headings and not is_prose(block.text):
                 outline.header_lines.append(block.text)
                 continue
-            current = ((title,), [], block.where)
+            current = ((title,), [], block.where, [])
             raw.append(current)
         current[1].append(block.text)
+        current[3].append(block.pages)
     sections = outline.sections
     taken: set[str] = set()
-    for path, paragraphs, where in raw:
+    for path, paragraphs, where, pages in raw:
         if not paragraphs:
             continue  # a heading with only subsections under it lives on in their paths
         base = slug(path[-1]) or "section"
@@ -116,5 +120,5 @@ def build_sections(layout: Layout, fallback_title: str) -> Outline:
             n += 1
             section_id = f"{base}-{n}"
         taken.add(section_id)
-        sections.append(Section(path, section_id, tuple(paragraphs), where))
+        sections.append(Section(path, section_id, tuple(paragraphs), where, tuple(pages) if any(pages) else ()))
     return outline

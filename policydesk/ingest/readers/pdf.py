@@ -203,18 +203,28 @@ def _headings(lines: list[Line]) -> list[tuple | None]:
     return keys
 
 
-def read_pdf(path: Path, file: str, *, max_pages: int) -> Layout:
+def read_pdf(path: Path, file: str, *, max_pages: int, ocr=None) -> Layout:
+    """`ocr` (readers.ocr.OcrOptions): pages with no text layer are read by OCR; None refuses them."""
     pdf = _open(path, file)
+    scanned = None
     try:
         pages = len(pdf)
         if pages > max_pages:
             raise IngestError(file, "file", f"PDF has {pages} pages; the limit is {max_pages}")
-        lines = [ln for n in range(pages) for ln in _page_lines(pdf[n], n + 1)]
+        by_page = [_page_lines(pdf[n], n + 1) for n in range(pages)]
+        if ocr is not None and not all(by_page):
+            from policydesk.ingest.readers.ocr import read_scanned
+
+            scanned = read_scanned(pdf, by_page, ocr, file)  # fills the pages with no text layer
+        lines = [ln for page_lines in by_page for ln in page_lines]
     finally:
         pdf.close()
     if not lines:
         raise IngestError(file, "file", "PDF has no text layer (a scanned image?); run OCR and export a PDF with text")
-    return layout_from_lines(lines, pages)
+    layout = layout_from_lines(lines, pages)
+    if scanned is not None:
+        scanned.annotate(layout)
+    return layout
 
 
 def layout_from_lines(lines: list[Line], pages: int) -> Layout:
@@ -224,13 +234,19 @@ def layout_from_lines(lines: list[Line], pages: int) -> Layout:
     levels = dict(zip([i for i, k in enumerate(keys) if k], rank_levels([k for k in keys if k])))
     blocks: list[Block] = []
     para: list[str] = []
+    # (word index in the paragraph, page) where each of its pages begins: a citation opens there.
+    pages: list[tuple[int, int]] = []
+    words = 0
     where = ""
     usual = _line_spacing([ln for ln, k in zip(lines, keys) if k is None])
 
     def flush() -> None:
+        nonlocal words
         if para:
-            blocks.append(Block(" ".join(para), where))
+            blocks.append(Block(" ".join(para), where, pages=tuple(pages)))
             para.clear()
+        pages.clear()
+        words = 0
 
     for i, (ln, key) in enumerate(zip(lines, keys)):
         if key is not None:
@@ -252,7 +268,11 @@ def layout_from_lines(lines: list[Line], pages: int) -> Layout:
         if new_para:
             flush()
             where = f"page {ln.page}"
-        if para and para[-1].endswith("-") and ln.text[:1].islower():
+        joined = bool(para) and para[-1].endswith("-") and ln.text[:1].islower()
+        if not pages or pages[-1][1] != ln.page:
+            pages.append((words - joined, ln.page))
+        words += len(ln.text.split()) - joined
+        if joined:
             para[-1] = para[-1][:-1] + ln.text  # a word hyphenated across lines
         else:
             para.append(ln.text)
