@@ -37,6 +37,7 @@ from policydesk.reading.language import names_source
 from policydesk.providers.kinds import is_priced
 from policydesk.providers.passages import PassageReader
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
+from policydesk.providers.screening_models import screening_models
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.guard_read import CallerChunks
 from policydesk.synthesis.grounding import check
@@ -57,7 +58,7 @@ from policydesk.versions import (
     entered_dates,
     render_comparison,
 )
-from policydesk.screening.whatchanged import WhatChangedDetector, policy_to_compare, shared_detector
+from policydesk.screening.whatchanged import WhatChangedDetector, policy_to_compare
 
 __all__ = ["AskPipeline", "AskError", "AskRequest", "AskResult", "build_pipeline"]
 
@@ -96,9 +97,11 @@ class AskPipeline:
         self.synthesizer = CitedAnswerSynthesizer(llm=llm) if llm is not None else None
         self.reader = PassageReader(embed_model) if llm is None else None
         # The gate fits its classifier on the model itself (a RequestEmbedding only adds per-request reuse).
+        local = screening_models(settings) if gate is None or what_changed is None else None
         self.gate = gate or gate_for(
-            db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model)
-        self.what_changed = what_changed or shared_detector()
+            db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model,
+            intent=local.intent, local_model=local.model)
+        self.what_changed = what_changed or local.what_changed
         self.extractive = llm is None  # no model: the policy text is shown, not a written answer
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
@@ -157,6 +160,7 @@ class AskPipeline:
         if screening.redaction.changed:
             steps.warnings.append(AnswerWarning(kind="redacted", message=REDACTION_NOTE))
         if screening.degraded_reason is not None:  # this request only: the next one tries the classifier
+            metrics.INTENT_CLASSIFIER_FAILURES.inc()
             steps.screening_degraded = True
             steps.warnings.append(AnswerWarning(kind="degraded", message=INTENT_DEGRADED_NOTE))
         if screening.refusal is not None:

@@ -26,6 +26,7 @@ def demo_gate(database: str = DEFAULT_DATABASE):
     from policydesk.config import get_settings
     from policydesk.ingest import ingest_directory
     from policydesk.providers import embedding_for
+    from policydesk.providers.screening_models import screening_models
     from policydesk.screening.refusal import gate_for
     from policydesk.ops.runtime import open_migrated
     from policydesk.storage.engine import create_database
@@ -35,7 +36,8 @@ def demo_gate(database: str = DEFAULT_DATABASE):
     create_database(settings, database)
     db = open_migrated(settings, database)
     ingest_directory(db, REPO / "corpus", embed_model, settings)
-    return gate_for(db, settings, embed_model), db
+    local = screening_models(settings)
+    return gate_for(db, settings, embed_model, intent=local.intent, local_model=local.model), db
 
 
 def main(argv: list[str]) -> int:

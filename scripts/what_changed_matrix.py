@@ -38,6 +38,8 @@ def _line(name: str, pairs) -> str:
 
 def main(argv: list[str]) -> int:
     from policydesk.versions.compare import is_what_changed_question
+    from policydesk.config import get_settings
+    from policydesk.providers.screening_models import screening_models
     from policydesk.screening.whatchanged import DEV_FILE, WhatChangedDetector, load_cases
 
     parser = argparse.ArgumentParser()
@@ -45,19 +47,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--misses", action="store_true")
     args = parser.parse_args(argv)
     dev = load_cases(DEV_FILE)
+    local = screening_models(get_settings())
     if args.split == "dev":
-        from policydesk.screening.intent import local_embed
-
         said = []
         for i, (q, _truth) in enumerate(dev):
-            det = WhatChangedDetector(local_embed, train_cases=dev[:i] + dev[i + 1:])
+            det = WhatChangedDetector(local.embed, train_cases=dev[:i] + dev[i + 1:])
             said.append(det.is_what_changed(q))
         cases = dev
         title = f"dev, leave-one-out ({DEV_FILE.relative_to(REPO)})"
     else:
         path = TEST_FILE if args.split == "test" else Path(args.split)
         cases = load_cases(path)
-        said = [p >= WhatChangedDetector().threshold for p in WhatChangedDetector().probabilities([q for q, _ in cases])]
+        said = [p >= local.what_changed.threshold for p in local.what_changed.probabilities([q for q, _ in cases])]
         title = str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
     print(f"what-changed detector on {title}")
     print(_line("detector", [(t, s) for (_q, t), s in zip(cases, said)]))

@@ -84,8 +84,6 @@ RANK = {"config": 0, "storage": 0, "detectors": 0, "versions": 1, "contract": 1,
 KNOWN_BACK_EDGES = {
     ("config", "accounts"),  # settings validate role names against access.ROLES
     ("config", "extensions"),  # settings parse extension component specs
-    ("screening", "ops"),  # the refusal gate counts into metrics
-    ("screening", "providers"),  # the intent classifier loads the local embedding model
 }
 
 

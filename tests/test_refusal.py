@@ -17,7 +17,8 @@ import yaml
 
 from policydesk.accounts.access import ACCESS_LEVELS, ROLES, UnknownRoleError, clearance_for
 from policydesk.evals.refusals import SPLITS, evaluate, load_cases, out_of_fold, predict
-from policydesk.screening.refusal import OUT_OF_SCOPE_MESSAGE, RefusalGate, RefusalReason, gate_for, screen_question
+from policydesk.providers.screening_models import screening_models
+from policydesk.screening.refusal import RefusalGate, RefusalReason, gate_for, screen_question
 from policydesk.screening.topics import CorpusTopicGate, question_hits
 from tests.conftest import CORPUS
 
@@ -27,7 +28,8 @@ SIU_QUESTION = "What is the SIU referral threshold for case scoring?"
 
 @pytest.fixture(scope="module")
 def gate(demo_db, settings, embed_model):
-    return gate_for(demo_db, settings, embed_model)
+    local = screening_models(settings)
+    return gate_for(demo_db, settings, embed_model, intent=local.intent, local_model=local.model)
 
 
 def test_labelled_splits_have_enough_cases_per_kind():

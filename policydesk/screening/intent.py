@@ -23,8 +23,9 @@ local MiniLM sentence embeddings, fitted on the labelled train split only
   out-of-fold on train (scripts/refusal_cv.py), never on a test split.
 
 Fitting takes about a second (one batched embedding call over a few hundred questions), once per
-process. The embedding always comes from the local model, whatever provider answers: the question
-does not leave the process for the gate.
+process (providers/screening_models.py keeps it beside the local model's weights). The embedding
+always comes from the local model, whatever provider answers: the question does not leave the
+process for the gate.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -58,29 +58,6 @@ PLAN_VOCABULARY_SCOPE_THRESHOLD = 0.9
 REGULARIZATION_C = 16.0
 
 Embed = Callable[[Sequence[str]], np.ndarray]
-
-
-def local_model():
-    """The offline MiniLM model, the same object the offline retrieval provider uses."""
-    from policydesk.config import get_settings
-    from policydesk.providers.local import local_embedding
-
-    settings = get_settings()
-    return local_embedding(settings)
-
-
-def local_embed(texts: Sequence[str]) -> np.ndarray:
-    """Batched, normalized MiniLM vectors from the offline model (never the network). Cached by
-    text: the gate's classifier and the what-changed detector read the same question."""
-    texts = list(texts)
-    return np.stack(_local_cache().embed(texts)) if texts else np.asarray([], dtype=np.float32)
-
-
-@lru_cache(maxsize=1)
-def _local_cache():
-    from policydesk.providers.local import VectorCache
-
-    return VectorCache(local_model())
 
 
 def training_pairs(cases: Iterable[dict]) -> list[tuple[str, str]]:
@@ -115,12 +92,12 @@ class IntentVerdict:
 class IntentClassifier:
     """Claim-action and out-of-scope detection: rules plus logistic regression on embeddings."""
 
-    def __init__(self, embed: Embed | None = None, *, train_file: Path = TRAIN_FILE,
+    def __init__(self, embed: Embed, *, train_file: Path = TRAIN_FILE,
                  cases: Sequence[tuple[str, str]] | None = None,
                  claim_threshold: float = CLAIM_THRESHOLD, scope_threshold: float = SCOPE_THRESHOLD,
                  regularization: float = REGULARIZATION_C,
                  plan_vocabulary_scope_threshold: float = PLAN_VOCABULARY_SCOPE_THRESHOLD) -> None:
-        self._embed = embed or local_embed
+        self._embed = embed  # the local model's vectors (providers/screening_models.py)
         self.plan_vocabulary_scope_threshold = plan_vocabulary_scope_threshold
         self.regularization = regularization
         self.train_file = train_file
@@ -169,16 +146,3 @@ class IntentClassifier:
         if probs.get("out_of_scope", 0.0) >= scope_threshold:
             return IntentVerdict("out_of_scope", probs, False, vec)
         return IntentVerdict("pass", probs, False, vec)
-
-
-_shared: IntentClassifier | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_classifier() -> IntentClassifier:
-    """One classifier per process, fitted on first use (about a second)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = IntentClassifier()
-        return _shared

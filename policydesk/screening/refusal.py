@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from policydesk.ops import metrics
 from policydesk.accounts.access import Clearance
 from policydesk.detectors import find_member_identifiers
 from policydesk.detectors.normalize import normalize
@@ -159,7 +158,6 @@ class RefusalGate:
                 signals.append(f"intent:{label}:{'rule' if by_rule else 'model'}")
             except Exception as exc:  # this question only: the rules hold the floor, the next tries again
                 degraded = f"intent classifier failed: {exc.__class__.__name__}: {exc}"
-                metrics.INTENT_CLASSIFIER_FAILURES.inc()
                 log.exception("intent classifier failed; this question is screened with rules only",
                               extra={"event": "degraded"})
         if self.intent is None or degraded is not None:
@@ -215,18 +213,19 @@ def screen_question(question: str, clearance: Clearance, max_chars: int = DEFAUL
     return gate.screen(question, clearance).refusal
 
 
-def gate_for(db, settings, embed_model: QueryEmbedder | None = None) -> RefusalGate:
-    """The production gate: settings' plan formats, the shared intent classifier, the topic gate
-    over this database (semantic test with the retrieval embedding model when given)."""
-    from policydesk.screening.intent import local_model, shared_classifier
+def gate_for(db, settings, embed_model: QueryEmbedder | None = None, *,
+             intent: IntentClassifier | None = None, local_model=None) -> RefusalGate:
+    """The production gate: settings' plan formats, the intent classifier fitted on the local model
+    (`local_model`), the topic gate over this database (semantic test with the retrieval embedding
+    model when given)."""
     from policydesk.screening.topics import CorpusTopicGate
 
-    intent = shared_classifier()
-    try:
-        intent.fit()  # at start-up, not on the first question (about a second, once per process)
-    except Exception:  # each question tries it again, and one it fails on is screened by rules, marked degraded
-        log.exception("intent classifier could not be fitted; each question will retry it")
+    if intent is not None:
+        try:
+            intent.fit()  # at start-up, not on the first question (about a second, once per process)
+        except Exception:  # each question tries it again, and one it fails on is screened by rules, marked degraded
+            log.exception("intent classifier could not be fitted; each question will retry it")
     return RefusalGate(plan_patterns=settings.PLAN_ID_PATTERNS, intent=intent,
                        topics=CorpusTopicGate(db), embed_model=embed_model,
                        max_chars=settings.MAX_QUESTION_CHARS, covered_similarity=COVERED_MIN_SIMILARITY,
-                       embed_model_is_local=intent is not None and embed_model is not None and embed_model is local_model())
+                       embed_model_is_local=intent is not None and embed_model is not None and embed_model is local_model)

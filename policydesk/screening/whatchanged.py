@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from policydesk.screening.intent import Embed, local_embed
+from policydesk.screening.intent import Embed
 from policydesk.versions.compare import is_what_changed_question
 
 DEV_FILE = Path(__file__).resolve().parents[1] / "versions" / "labelled" / "what_changed_dev.yaml"
@@ -88,9 +88,9 @@ def load_cases(path: Path) -> list[tuple[str, bool]]:
 
 
 class WhatChangedDetector:
-    def __init__(self, embed: Embed | None = None, *, train_file: Path = DEV_FILE, threshold: float = THRESHOLD,
+    def __init__(self, embed: Embed, *, train_file: Path = DEV_FILE, threshold: float = THRESHOLD,
                  train_cases: Sequence[tuple[str, bool]] | None = None) -> None:
-        self._embed = embed or local_embed
+        self._embed = embed  # the local model's vectors (providers/screening_models.py)
         self.train_file = train_file
         self.threshold = threshold
         self._train_cases = list(train_cases) if train_cases is not None else None
@@ -123,19 +123,6 @@ class WhatChangedDetector:
 
     def is_what_changed(self, question: str) -> bool:
         return self.probability(question) >= self.threshold
-
-
-_shared: WhatChangedDetector | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_detector() -> WhatChangedDetector:
-    """One detector per process, fitted on first use (one batched embedding call over the dev file)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = WhatChangedDetector()
-        return _shared
 
 
 # -- which policy a what-changed question is about ---------------------------------------------
