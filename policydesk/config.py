@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.accounts.access import ROLES
@@ -213,6 +213,13 @@ class Settings(BaseSettings):
     # the policy. On the MiniLM scale, like
     # the abstain threshold above: a provider whose similarities run on another scale needs its own value.
     WHAT_CHANGED_MIN_SIMILARITY: float = 0.5
+    # The gaps and owners reports charge a question that cited nothing to a source in its context
+    # only when that source came close: the question names it, or its dense similarity to one of the
+    # source's chunks in context is at or above this (docs/reports.md). 0.60 on the MiniLM scale: the
+    # strongest not-in-corpus / out-of-scope dev item that reached the answerer scored 0.59 against
+    # any source in its context (18 items), while 54 of 83 answerable dev items score 0.60 or more
+    # against the source that answers them. Like the value above, another model needs its own.
+    GAP_MIN_SIMILARITY: float = 0.60
 
     # Extension components (docs/extending.md): JSON lists of {"name", "factory", "options"}.
     # Retrievers join the built-in arms in one reciprocal rank fusion; postprocessors run after
@@ -234,6 +241,16 @@ class Settings(BaseSettings):
     # Ingest caps
     MAX_SOURCE_BYTES: int = 10 * 1024 * 1024
     MAX_PDF_PAGES: int = 200
+    # OCR of PDF pages with no text layer (readers/ocr.py, docs/ingest.md "Scanned PDFs"): tesseract
+    # reads each such page rendered at OCR_DPI. A page whose mean word confidence is under
+    # OCR_FLAG_BELOW is indexed but flagged (inspect, the owners report, a warning on answers); a
+    # page with ink and a confidence under OCR_UNREADABLE_BELOW (or no words) refuses the file.
+    OCR_DPI: int = Field(default=300, ge=100, le=600)
+    OCR_LANGUAGE: str = Field(default="eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    OCR_COMMAND: str = "tesseract"
+    OCR_FLAG_BELOW: float = Field(default=85.0, ge=0, le=100)
+    OCR_UNREADABLE_BELOW: float = Field(default=20.0, ge=0, le=100)
+    OCR_TIMEOUT_SECONDS: float = Field(default=120.0, gt=0)
     # Chunk size, in the embedding model's tokens including its special tokens. None: the
     # offline model's own window (256 for all-MiniLM-L6-v2, read from the model package), or
     # GEMINI_CHUNK_MAX_TOKENS with Gemini. gemini-embedding-001 reads 2048 tokens; 512 keeps a
@@ -253,6 +270,18 @@ class Settings(BaseSettings):
     # production refuses to start without one.
     METRICS_TOKEN: SecretStr | None = None
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # `serve`'s JSON logs; other commands log warnings
+    # OpenTelemetry (docs/telemetry.md): request and step spans go over OTLP/HTTP to this base URL (a
+    # collector, Jaeger, Phoenix, Langfuse; /v1/traces is added). Unset: no exporter, nothing sent.
+    # The standard OTEL_* names are read too; the POLICYDESK_ ones win.
+    OTEL_EXPORTER_OTLP_ENDPOINT: str | None = Field(default=None, pattern=r"^https?://", validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+    # Sent with every export ("key=value,key2=value2", values percent-encoded), e.g. an Authorization header.
+    OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"))
+    OTEL_EXPORTER_OTLP_TIMEOUT: float = Field(default=10.0, gt=0, validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"))  # seconds per export
+    OTEL_SERVICE_NAME: str = Field(default="policydesk", min_length=1, validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"))
 
     @model_validator(mode="after")
     def _refuse_default_secret_outside_local(self) -> "Settings":
