@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.accounts.access import ROLES
@@ -241,16 +241,6 @@ class Settings(BaseSettings):
     # Ingest caps
     MAX_SOURCE_BYTES: int = 10 * 1024 * 1024
     MAX_PDF_PAGES: int = 200
-    # OCR of PDF pages with no text layer (readers/ocr.py, docs/ingest.md "Scanned PDFs"): tesseract
-    # reads each such page rendered at OCR_DPI. A page whose mean word confidence is under
-    # OCR_FLAG_BELOW is indexed but flagged (inspect, the owners report, a warning on answers); a
-    # page with ink and a confidence under OCR_UNREADABLE_BELOW (or no words) refuses the file.
-    OCR_DPI: int = Field(default=300, ge=100, le=600)
-    OCR_LANGUAGE: str = Field(default="eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
-    OCR_COMMAND: str = "tesseract"
-    OCR_FLAG_BELOW: float = Field(default=85.0, ge=0, le=100)
-    OCR_UNREADABLE_BELOW: float = Field(default=20.0, ge=0, le=100)
-    OCR_TIMEOUT_SECONDS: float = Field(default=120.0, gt=0)
     # Chunk size, in the embedding model's tokens including its special tokens. None: the
     # offline model's own window (256 for all-MiniLM-L6-v2, read from the model package), or
     # GEMINI_CHUNK_MAX_TOKENS with Gemini. gemini-embedding-001 reads 2048 tokens; 512 keeps a
@@ -270,18 +260,6 @@ class Settings(BaseSettings):
     # production refuses to start without one.
     METRICS_TOKEN: SecretStr | None = None
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # `serve`'s JSON logs; other commands log warnings
-    # OpenTelemetry (docs/telemetry.md): request and step spans go over OTLP/HTTP to this base URL (a
-    # collector, Jaeger, Phoenix, Langfuse; /v1/traces is added). Unset: no exporter, nothing sent.
-    # The standard OTEL_* names are read too; the POLICYDESK_ ones win.
-    OTEL_EXPORTER_OTLP_ENDPOINT: str | None = Field(default=None, pattern=r"^https?://", validation_alias=AliasChoices(
-        "POLICYDESK_OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
-    # Sent with every export ("key=value,key2=value2", values percent-encoded), e.g. an Authorization header.
-    OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
-        "POLICYDESK_OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"))
-    OTEL_EXPORTER_OTLP_TIMEOUT: float = Field(default=10.0, gt=0, validation_alias=AliasChoices(
-        "POLICYDESK_OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"))  # seconds per export
-    OTEL_SERVICE_NAME: str = Field(default="policydesk", min_length=1, validation_alias=AliasChoices(
-        "POLICYDESK_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"))
 
     @model_validator(mode="after")
     def _refuse_default_secret_outside_local(self) -> "Settings":
