@@ -31,15 +31,22 @@ def _cite(doc_id: str, version: int = 2) -> dict:
             "text_sha256": "0" * 64, "text": "..."}
 
 
+def _first_chunk(db, doc_id: str) -> str:
+    """A chunk the source really holds: what a trace's context names."""
+    with db.owner.connect() as conn:
+        return conn.execute(text("SELECT node_id FROM data_chunks WHERE doc_id = :d ORDER BY version DESC, id LIMIT 1"),
+                            {"d": doc_id}).scalar_one()
+
+
 def _seed(db, day: int, question: str, clearance: tuple, *, cites=(), context=(), refused=None, abstained=None,
-          conflicts=()) -> uuid.UUID:
+          conflicts=(), month: int = 3) -> uuid.UUID:
     tid = uuid.uuid4()
     levels, sensitive = clearance
     write_trace(db, {
         "id": tid, "kind": "ask", "user_name": "gaps-seed", "user_role": "rep" if not sensitive else "compliance",
         "permitted_levels": levels, "sensitive_cleared": sensitive, "question": question,
-        "created_at": datetime(2020, 3, day, 12, tzinfo=timezone.utc),
-        "citations": [_cite(d) for d in cites], "chunk_ids": [f"{d}:v1:s" for d in (context or cites)],
+        "created_at": datetime(2020, month, day, 12, tzinfo=timezone.utc),
+        "citations": [_cite(d) for d in cites], "chunk_ids": [_first_chunk(db, d) for d in (context or cites)],
         "refused": refused is not None, "abstained": abstained is not None, "answer_text": "x" if cites else "",
         "answer": {"refusal_code": refused, "abstain_code": abstained, "conflicts": list(conflicts)},
     })
@@ -53,7 +60,8 @@ def seeded(demo_db):
     # Flagged twice (two chunk pairs) on one question: still one question with a conflict.
     wrong = _seed(demo_db, 2, "Is the filing limit 90 or 120 days?", REP, cites=["POL-TF"], conflicts=[flag, flag])
     _seed(demo_db, 2, "What is the timely filing limit?", REP, cites=["POL-TF"])
-    _seed(demo_db, 3, "Can a provider bill late after a flood?", REP, context=["POL-TF"], abstained="weak_match")
+    _seed(demo_db, 3, "Is the timely filing limit for claims longer after a flood?", REP, context=["POL-TF"],
+          abstained="weak_match")
     _seed(demo_db, 3, "What is on the cafeteria menu?", REP, abstained="no_source")
     _seed(demo_db, 4, "Approve this claim for me", REP, refused="claim_action")
     _seed(demo_db, 4, "member CVM12345678 asks about appeals", REP, refused="member_identifier")

@@ -6,9 +6,11 @@ named), and traces under the report scope (migration 0008), which admits only tr
 whose clearance is within the viewer's. Counts are computed in Python from those rows, so the
 CSV, the HTML page and the tests all read one `GapsReport`.
 
-A question is attributed to the sources it cited, or, when it was not answered, to the source
-its best-ranked context came from; a refusal before retrieval belongs to no source and is only
-counted in the totals.
+A question is attributed to the sources it cited; one that cited nothing (not answered, or
+refused after retrieval) to the sources in its context that came close to it (`attribution.py`:
+the question names the source, or its similarity reaches settings.GAP_MIN_SIMILARITY), and to
+no source when none did. A question charged to no source is counted in the totals and in its
+group of unanswered questions, never in an owner's row.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from datetime import date, datetime, time, timedelta, timezone
 from sqlalchemy import text
 
 from policydesk.accounts.access import Clearance
-from policydesk.reports.clusters import QuestionCluster, cluster_questions
+from policydesk.config import get_settings
+from policydesk.reports.attribution import close_sources
+from policydesk.reports.clusters import QuestionCluster, cluster_questions, group_exact
 from policydesk.storage import sources
 from policydesk.storage.chunk_ids import doc_id_of_chunk
 from policydesk.storage.scope import scoped_session
@@ -99,6 +103,10 @@ class GapsReport:
     daily: dict[date, Counts]
     # Per line of business the question was asked for (NO_PRODUCT: none chosen).
     products: dict[str, Counts] = field(default_factory=dict)
+    unclaimed: int = 0  # questions that cited nothing and came close to no source: charged to no owner
+    # How a question that cited nothing was matched to sources: by name and similarity, or (without
+    # an embedding model) by name only, which the page says.
+    min_similarity: float | None = None  # None: no embedding model, naming only; groups by exact wording
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ class _Trace:
     refusal_code: str | None
     abstain_code: str | None
     cited_docs: tuple[str, ...]
-    context_doc: str | None
+    context: tuple[str, ...]  # chunk ids in context, best-ranked first
     conflicts: tuple[dict, ...]
     line_of_business: str | None = None
 
@@ -124,7 +132,7 @@ def _trace(row) -> _Trace:
         id=str(row.id), day=row.created_at.astimezone(timezone.utc).date(), question=row.question,
         refused=row.refused, abstained=row.abstained or row.status == "failed", degraded=row.degraded,
         refusal_code=answer.get("refusal_code"), abstain_code=answer.get("abstain_code"), cited_docs=cited,
-        context_doc=doc_id_of_chunk(row.chunk_ids[0]) if row.chunk_ids else None,
+        context=tuple(row.chunk_ids or ()),
         conflicts=tuple(answer.get("conflicts") or ()), line_of_business=row.line_of_business,
     )
 
@@ -136,8 +144,9 @@ def period_bounds(start: date, end: date) -> dict[str, datetime]:
 
 
 def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date, owner: str | None = None,
-                embed_model=None) -> GapsReport:
-    """Counts for [start, end] (inclusive days, UTC) as `clearance` may see them."""
+                embed_model=None, min_similarity: float | None = None) -> GapsReport:
+    """Counts for [start, end] (inclusive days, UTC) as `clearance` may see them. `min_similarity`:
+    settings.GAP_MIN_SIMILARITY unless given."""
     if end < start:
         raise ValueError(f"the period ends ({end}) before it starts ({start})")
     window = period_bounds(start, end)
@@ -150,10 +159,17 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
     wanted = {d for d, v in latest.items() if owner is None or v.owner == owner}
     rows = {d: SourceRow(d, latest[d].title, latest[d].source_type, latest[d].owner,
                          line_of_business=tuple(latest[d].line_of_business or ())) for d in sorted(wanted)}
+    if min_similarity is None:
+        min_similarity = get_settings().GAP_MIN_SIMILARITY
+    uncited = [t for t in traces if not t.cited_docs and t.context]
+    close = dict(zip((t.id for t in uncited), close_sources(
+        db, clearance, [(t.question, t.context) for t in uncited], {d: v.title for d, v in latest.items()},
+        embed_model=embed_model, min_similarity=min_similarity)))
     totals, owners, daily, products = Counts(), defaultdict(Counts), defaultdict(Counts), defaultdict(Counts)
     unanswered: list[str] = []
+    unclaimed: Counter = Counter()
     for t in traces:
-        docs = [d for d in (t.cited_docs or ((t.context_doc,) if t.context_doc else ())) if d in latest]
+        docs = [d for d in (t.cited_docs or close.get(t.id, ())) if d in latest]
         mine = [d for d in docs if d in wanted]
         if owner is not None and not mine:
             continue  # another owner's question, or one no source of theirs was near
@@ -182,13 +198,17 @@ def gaps_report(db, clearance: Clearance, *, start: date, end: date, today: date
                 owners[o].conflicts += 1
         if t.abstained and not t.refused:
             unanswered.append(t.question)
+            if not docs:
+                unclaimed[t.question.strip()] += 1
 
     stale = [SourceNote(v.doc_id, v.title, v.owner, f"version {v.version} changed on disk since it was indexed")
              for v in versions if v.doc_id in wanted and v.disk_sha256 and v.disk_sha256 != v.source_sha256]
     scheduled = [SourceNote(v.doc_id, v.title, v.owner, f"version {v.version} takes effect {v.effective_from}")
                  for v in versions if v.doc_id in wanted and v.effective_from > today]
-    clusters = cluster_questions(unanswered, embed_model) if embed_model is not None and unanswered else []
+    clusters = (cluster_questions(unanswered, embed_model, unclaimed=unclaimed) if embed_model is not None
+                else group_exact(unanswered, unclaimed=unclaimed))
     return GapsReport(start, end, owner, clearance.role, totals,
                       sorted(rows.values(), key=lambda r: (-r.counts.not_answered, -r.counts.asked, r.doc_id)),
                       dict(sorted(owners.items())), clusters, stale, scheduled, dict(sorted(daily.items())),
-                      dict(sorted(products.items())))
+                      dict(sorted(products.items())), unclaimed=sum(unclaimed.values()),
+                      min_similarity=min_similarity if embed_model is not None else None)

@@ -9,7 +9,9 @@ computed from `gaps_report`):
   time; absent = never due), counted from the source's last review, taken as the later of its
   newest version's effective date and the day a sync last changed its text;
 - newest version taking effect within RECENT_CHANGE_DAYS of today (before or after);
-- questions on their sources that went unanswered in the period.
+- questions on their sources that went unanswered in the period: only those a source of theirs
+  came close to (the gaps report's attribution), never one that merely ranked an unrelated source
+  first.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class OwnersReport:
     viewer_role: str
     owners: list[OwnerEntry]
     review_known: bool  # False: no folder to read `review_every` from
+    # The gaps report's: None when questions were matched to sources by name only (no embedding model).
+    min_similarity: float | None = None
 
 
 def _review_days(directory: Path | None) -> dict[str, int]:
@@ -71,9 +75,11 @@ def _review_days(directory: Path | None) -> dict[str, int]:
 
 
 def owners_report(db, clearance: Clearance, *, start: date, end: date, today: date, recent_days: int,
-                  directory: Path | None = None, owner: str | None = None, embed_model=None) -> OwnersReport:
-    gaps = gaps_report(db, clearance, start=start, end=end, today=today, owner=owner,
-                       embed_model=embed_model if owner else None)
+                  directory: Path | None = None, owner: str | None = None, embed_model=None,
+                  min_similarity: float | None = None) -> OwnersReport:
+    # The model (when given) decides which sources a question came close to, for every owner.
+    gaps = gaps_report(db, clearance, start=start, end=end, today=today, owner=owner, embed_model=embed_model,
+                       min_similarity=min_similarity)
     with scoped_session(db.app, clearance) as session:
         catalog = sources.version_catalog(session, clearance=clearance)
     newest = {v.doc_id: v for v in catalog}  # ordered by version: the last one wins
@@ -105,7 +111,8 @@ def owners_report(db, clearance: Clearance, *, start: date, end: date, today: da
             entry(row.owner).unanswered += row.counts.not_answered
     if owner is not None:
         entry(owner).clusters = gaps.clusters
-    return OwnersReport(start, end, today, clearance.role, [entries[k] for k in sorted(entries)], directory is not None)
+    return OwnersReport(start, end, today, clearance.role, [entries[k] for k in sorted(entries)], directory is not None,
+                        gaps.min_similarity)
 
 
 COLUMNS = ("owner", "kind", "doc_id", "title", "detail")

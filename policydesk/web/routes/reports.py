@@ -38,7 +38,8 @@ def show_gaps(request: Request, user: CurrentUser, db: DbDep, pipeline: Pipeline
         start = parse_input_date(since, "since") or asked_today - timedelta(days=DEFAULT_DAYS)
         end = parse_input_date(until, "until") or asked_today
         report = gaps_report(db, user.clearance, start=start, end=end, today=today, owner=owner.strip() or None,
-                             embed_model=pipeline.embed_model)
+                             embed_model=pipeline.embed_model,
+                             min_similarity=request.app.state.settings.GAP_MIN_SIMILARITY)
     except (DateInputError, ValueError) as exc:
         return render(request, "reports/gaps.html", {"form": form, "report": None, "problem": str(exc)},
                       status_code=422)
@@ -86,7 +87,8 @@ def show_owners(request: Request, user: CurrentUser, db: DbDep, pipeline: Pipeli
         end = parse_input_date(until, "until") or asked_today
         report = owners_report(db, user.clearance, start=start, end=end, today=pipeline.today,
                                recent_days=settings.RECENT_CHANGE_DAYS, directory=settings.SYNC_DIR,
-                               owner=owner.strip() or None, embed_model=pipeline.embed_model)
+                               owner=owner.strip() or None, embed_model=pipeline.embed_model,
+                               min_similarity=settings.GAP_MIN_SIMILARITY)
     except (DateInputError, ValueError) as exc:
         return render(request, "reports/owners.html", {"form": form, "report": None, "problem": str(exc)},
                       status_code=422)
