@@ -25,7 +25,7 @@ from policydesk.web.api.problems import ApiProblem, is_api, kind_for_status, pro
 from policydesk.web.headers import SecurityHeaders
 from policydesk.web.limits import BoundedBody, form_body_limit
 from policydesk.web.observe import RequestObservation
-from policydesk.web.routes import ask, auth, disputes, feedback, ops, reports, sso
+from policydesk.web.routes import admin, ask, auth, disputes, feedback, ops, reports, sso
 from policydesk.web.templating import TEMPLATES
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     app.add_middleware(SecurityHeaders)  # CSP, frame, sniffing and referrer headers on every response
     app.add_middleware(RequestObservation)  # outermost: request id and latency for everything below
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (auth, ask, feedback, disputes, reports, ops):
+    for module in (auth, ask, feedback, disputes, reports, ops, admin):
         app.include_router(module.router)
     app.include_router(api.router)
     if settings.sso_enabled:
