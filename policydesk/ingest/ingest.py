@@ -27,9 +27,11 @@ from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, wi
 from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.manifest import Source, check_windows, load_manifest, read_manifest
 from policydesk.ingest.plan import PlannedSource, file_sha256, plan_source
+from policydesk.ingest.readers.ocr import ocr_metadata
 from policydesk.ingest.tokens import budget_for
 from policydesk.storage.clearance import ACCESS_LEVELS
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
+from policydesk.storage.source_files import FileChangedError, keep_files
 from policydesk.screening.topic_terms import catch_up
 
 __all__ = ["IngestReport", "file_sha256", "ingest_directory", "plan_directory"]
@@ -208,6 +210,7 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                     setattr(row, k, v)
                 session.execute(delete(Chunk).where(Chunk.doc_id == s.doc_id, Chunk.version == s.version))
         session.flush()
+        _keep_files(session, changed)
         # Chunks in manifest order (their ids and the HNSW graph's insertion order as before), each
         # leading run of files whose vectors are all in written while the model works on the next.
         queue.finish()
@@ -222,7 +225,8 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 s = p.source
                 window = windows[s.doc_id][s.version]
                 for chunk, vector in zip(p.chunks, queue.vectors(keys[id(p)])):
-                    node = make_node(s.doc_id, chunk.text, chunk_metadata(s, chunk, window))
+                    node = make_node(s.doc_id, chunk.text,
+                                     chunk_metadata(s, chunk, window) | ocr_metadata(p.ocr_pages, chunk))
                     rows.append(dict(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node), embedding=vector))
                 report.written_versions.append(f"{s.doc_id} v{s.version}")
                 report.chunks_written += len(p.chunks)
@@ -252,6 +256,25 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
         session.flush()
         catch_up(session.connection())
     return report
+
+
+def _keep_files(session: Session, changed: list[PlannedSource]) -> None:
+    """Each written version's file as ingested (storage/source_files.py), so a citation opens the
+    file it was made from even after the file on disk changes; bytes already kept are not re-read."""
+    by_sha = {p.sha256: p.source for p in changed}
+
+    def reader(s: Source):
+        def read() -> bytes:
+            try:
+                return s.path.read_bytes()
+            except OSError as exc:
+                raise IngestError(s.file, "file", f"could not be read again to keep it ({exc.strerror})") from None
+        return read
+
+    try:
+        keep_files(session, {sha: reader(s) for sha, s in by_sha.items()})
+    except FileChangedError as exc:
+        raise IngestError(by_sha[str(exc)].file, "file", "changed while it was being ingested; ingest it again") from None
 
 
 def _clearance_text(access_level: str, sensitive: bool) -> str:
