@@ -168,7 +168,7 @@ def stack(
     data_dir = Path(settings.DATA_DIR).expanduser().resolve()
     directory = data_dir / "stack"
     signal.signal(signal.SIGTERM, _raise_stop)
-    pooler = serve_proc = None
+    server = pooler = serve_proc = None
     try:
         server = embedded_server(data_dir, settings.EMBEDDED_SHARED_BUFFERS)
         create_database(settings, DATABASE)
@@ -206,5 +206,7 @@ def stack(
                 serve_proc.wait(10)
         if pooler is not None:
             pooler.stop()
-        stop_embedded_server(data_dir, force=True)
+        stop_embedded_server(data_dir)  # this process's handle, the only one: the server stops with it
+        if server is not None and (data_dir / "pg" / "postmaster.pid").exists():
+            server.stop()  # a handle some other process left behind must not keep it running
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
