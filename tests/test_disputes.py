@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import uuid
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 
+import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -15,6 +16,8 @@ from policydesk.contract.answer import AskRequest
 from policydesk.storage.models import AuditEntry, Trace
 from policydesk.proof.tracing import write_trace
 from policydesk.accounts.users import add_user
+from tests.served_app import served
+from tests.web_helpers import by_class, csrf_from, find, text_of
 
 TODAY = date(2026, 11, 29)
 
@@ -175,3 +178,108 @@ def test_audit_entries_lists_newest_first(demo_db, names):
     disputes.audit(demo_db, actor=names["reviewer"], action="search", details={"words": "second"})
     mine = [e for e in disputes.audit_entries(demo_db, reviewer=names["reviewer"]) if e.actor == names["reviewer"]]
     assert mine[0].details["words"] == "second"
+
+
+# -- the pages, over HTTP: which dates each answer was given for; the audit log, filtered ----------
+
+@pytest.fixture(scope="module")
+def site(demo_db, settings, pipeline) -> str:
+    from policydesk.web.app import create_app
+
+    with served(create_app(settings, db=demo_db, pipeline=pipeline)) as running:
+        yield running.url
+
+
+def _signed_in(url: str, name: str, password: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, follow_redirects=False, timeout=120)
+    token = csrf_from(client.get("/login").text)
+    r = client.post("/login", data={"name": name, "password": password, "csrf_token": token, "next": "/ask"})
+    assert r.status_code == 303, r.text
+    return client
+
+
+@pytest.fixture(scope="module")
+def reviewer_page(site, names) -> httpx.Client:
+    return _signed_in(site, names["reviewer"], "svc-comp-password")
+
+
+def _page_ask(client: httpx.Client, question: str, **fields) -> None:
+    r = client.post("/ask", data={"question": question, "csrf_token": csrf_from(client.get("/ask").text), **fields})
+    assert r.status_code == 200 and text_of(r.text, "answer-text"), r.text[:500]
+
+
+def _row_cells(html: str, trace_id) -> dict[str, str]:
+    """The search results row linking to `trace_id`, as {column heading: cell text}."""
+    heads = [e["text"].strip() for e in find(html, "th")]
+    rows = [row for row in html.split("<tr>")[1:] if f'href="/disputes/{trace_id}"' in row]
+    assert len(rows) == 1, f"{trace_id} is listed {len(rows)} times"
+    cells = [e["text"].strip() for e in find(rows[0], "td")]
+    return dict(zip(heads, cells))
+
+
+def test_search_results_show_the_dates_each_answer_was_given_for(site, reviewer_page, names, demo_db):
+    rep = _signed_in(site, names["rep"], "svc-rep-password")
+    _page_ask(rep, "What is the timely filing limit?", date_of_service="2025-11-03")
+    _page_ask(rep, "What is the timely filing limit?")
+    _page_ask(rep, "What was the timely filing limit for a visit on 6/1/2025?")
+    with Session(demo_db.owner) as session:
+        dated, undated, written = session.scalars(
+            select(Trace.id).where(Trace.user_name == names["rep"], Trace.kind == "ask")
+            .order_by(Trace.created_at.desc()).limit(3)).all()[::-1]
+    r = reviewer_page.get("/disputes", params={"words": "timely filing", "staff": names["rep"]})
+    assert r.status_code == 200
+    assert "Dates entered" in [e["text"].strip() for e in find(r.text, "th")]
+    assert _row_cells(r.text, dated)["Dates entered"] == "Date of service 2025-11-03"
+    assert _row_cells(r.text, undated)["Dates entered"] == "none"
+    # A date read from the question was not entered: the column says so, and which date applied.
+    assert _row_cells(r.text, written)["Dates entered"] == "none (Date of service 2025-06-01 read from the question)"
+    page = reviewer_page.get(f"/disputes/{written}").text
+    assert "no date entered (Date of service 2025-06-01 read from the question)" in text_of(page, "meta")
+
+
+def _audit_rows(html: str) -> list[dict[str, str]]:
+    return [{"actor": a["text"], "action": b["text"]}
+            for a, b in zip(by_class(html, "audit-actor"), by_class(html, "audit-action"))]
+
+
+def test_the_audit_log_is_filtered_in_sql_by_action_actor_and_days(reviewer_page, answered, names):
+    me = names["reviewer"]
+    reviewer_page.get("/disputes", params={"words": "timely filing"})
+    reviewer_page.get(f"/disputes/{answered.id}")
+    opened = reviewer_page.get("/disputes/audit", params={"action": "open", "actor": me})
+    assert opened.status_code == 200
+    rows = _audit_rows(opened.text)
+    assert rows and {(r["actor"], r["action"]) for r in rows} == {(me, "open")}
+    # Details read as key: value, not JSON; the target links to the answer opened.
+    assert f'href="/disputes/{answered.id}"' in opened.text
+    assert ("found", "yes") in zip([e["text"] for e in find(opened.text, "dt")], [e["text"] for e in find(opened.text, "dd")])
+    assert '{"found"' not in opened.text
+    searched = reviewer_page.get("/disputes/audit", params={"action": "search", "actor": me})
+    assert {r["action"] for r in _audit_rows(searched.text)} == {"search"}
+    assert "words" in [e["text"] for e in find(searched.text, "dt")]
+    # The action filter offers the actions the log holds; the chosen one stays selected.
+    options = [e for e in find(searched.text, "option")]
+    assert {"open", "search"} <= {e["attrs"]["value"] for e in options}
+    assert [e["attrs"]["value"] for e in options if "selected" in e["attrs"]] == ["search"]
+    # Days logged, inclusive (the log is stamped by the database clock, in UTC).
+    today = datetime.now(timezone.utc).date()
+    on_the_day = reviewer_page.get("/disputes/audit", params={"actor": me, "logged_from": today.isoformat(),
+                                                              "logged_to": today.isoformat()})
+    assert {"open", "search"} <= {r["action"] for r in _audit_rows(on_the_day.text)}
+    before = reviewer_page.get("/disputes/audit", params={"actor": me, "logged_to": (today - timedelta(days=1)).isoformat()})
+    assert before.status_code == 200 and _audit_rows(before.text) == []
+    assert "Nothing logged matches" in text_of(before.text, "notice")
+    nobody = reviewer_page.get("/disputes/audit", params={"actor": f"nobody-{uuid.uuid4().hex[:6]}"})
+    assert _audit_rows(nobody.text) == []
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"logged_from": "last week"}, "logged from is not a date; use YYYY-MM-DD"),
+    ({"logged_from": "2026-02-01", "logged_to": "2026-01-01"}, "'logged from' (2026-02-01) is after 'logged to' (2026-01-01)."),
+    ({"action": "delete_everything"}, "No action 'delete_everything' is logged"),
+])
+def test_an_unreadable_audit_filter_is_a_clear_error_and_lists_nothing(reviewer_page, params, message):
+    r = reviewer_page.get("/disputes/audit", params=params)
+    assert r.status_code == 422
+    assert message in text_of(r.text, "notice-error")
+    assert not find(r.text, "table")

@@ -9,6 +9,7 @@ Verdicts are computed in code from effective dates and SHA-256 hashes, never by 
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
@@ -31,6 +32,9 @@ from policydesk.storage.scope import permitted_scope, scoped_session
 from policydesk.versions import BASES, VersionLookup, Window, basis_title, in_force_on
 
 SEARCH_LIMIT = 50
+# The warning an answer carries when its dates were read from the question, none entered
+# (policydesk/reading/question_dates.py).
+DATE_FROM_QUESTION = "date_from_question"
 AUDIT_LIMIT = 200
 
 RIGHT = "right"
@@ -54,9 +58,28 @@ def reviewing(reviewer: str):
     return permitted_scope(clearance_for("compliance"), user_name=reviewer, all_traces=True)
 
 
-def audit_entries(db, *, reviewer: str, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+def audit_entries(db, *, reviewer: str, actor: str | None = None, action: str | None = None,
+                  logged_from: date | None = None, logged_to: date | None = None,
+                  limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
+    """The newest audit rows, each filter applied in SQL: the actor and action exactly as stored,
+    the days logged inclusive (UTC), as the search reads its asked-on dates."""
+    query = select(AuditEntry)
+    if actor:
+        query = query.where(AuditEntry.actor == actor)
+    if action:
+        query = query.where(AuditEntry.action == action)
+    if logged_from:
+        query = query.where(AuditEntry.at >= _day_start(logged_from))
+    if logged_to:
+        query = query.where(AuditEntry.at < _day_start(logged_to + timedelta(days=1)))
     with reviewing(reviewer), Session(db.app) as session:
-        return list(session.scalars(select(AuditEntry).order_by(AuditEntry.at.desc(), AuditEntry.id.desc()).limit(limit)))
+        return list(session.scalars(query.order_by(AuditEntry.at.desc(), AuditEntry.id.desc()).limit(limit)))
+
+
+def audit_actions(db, *, reviewer: str) -> list[str]:
+    """The actions the audit log holds, for the filter: read from the rows, not listed in code."""
+    with reviewing(reviewer), Session(db.app) as session:
+        return list(session.scalars(select(AuditEntry.action).distinct().order_by(AuditEntry.action)))
 
 
 # -- find ---------------------------------------------------------------------------------------
@@ -74,11 +97,13 @@ class Hit:
     dates: dict
     marked_wrong: bool = False
     line_of_business: str | None = None
+    dates_from_question: bool = False  # `dates` were read from the question; none was entered
 
 
 _SEARCH_SQL = """
     SELECT id, created_at, user_name, user_role, question, answer_text, refused, abstained, dates, line_of_business,
-           EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = traces.id AND f.verdict = 'wrong') AS marked_wrong
+           EXISTS (SELECT 1 FROM feedback f WHERE f.trace_id = traces.id AND f.verdict = 'wrong') AS marked_wrong,
+           COALESCE(answer->'warnings' @> CAST(:read_from_question AS jsonb), false) AS dates_from_question
     FROM traces
     WHERE kind = 'ask'
       AND (NOT CAST(:marked_wrong AS boolean)
@@ -105,11 +130,12 @@ def search(db, words: str | None, staff: str | None, asked_from: date | None, as
         "asked_before": _day_start(asked_to + timedelta(days=1)) if asked_to else None,
         "limit": limit,
         "marked_wrong": bool(marked_wrong),
+        "read_from_question": json.dumps([{"kind": DATE_FROM_QUESTION}]),
     }
     with reviewing(reviewer), db.app.connect() as conn:
         rows = conn.execute(text(_SEARCH_SQL), params).all()
     hits = [Hit(r.id, r.created_at, r.user_name, r.user_role, r.question, r.answer_text, r.refused, r.abstained,
-                r.dates or {}, r.marked_wrong, r.line_of_business) for r in rows]
+                r.dates or {}, r.marked_wrong, r.line_of_business, r.dates_from_question) for r in rows]
     audit(db, actor=reviewer, action="search", details={
         "words": words if not words or echoable(words, max_chars=500) else WITHHELD,
         "staff": audited_staff_filter(db, staff),
@@ -137,6 +163,11 @@ def _day_start(d: date | None) -> datetime | None:
 
 
 # -- see it exactly -----------------------------------------------------------------------------
+
+def dates_from_question(trace: Trace) -> bool:
+    """Whether the trace's dates were read from its question (none entered)."""
+    return any(w.get("kind") == DATE_FROM_QUESTION for w in (trace.answer or {}).get("warnings") or [])
+
 
 def load(db, trace_id: uuid.UUID, *, reviewer: str) -> Trace | None:
     """The stored trace, detached, without an audit row (check and replay write their own)."""

@@ -6,7 +6,6 @@ decided in code on each request from the role read from the database.
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import date
 from typing import Annotated
@@ -42,17 +41,56 @@ def search_answers(request: Request, reviewer: ComplianceUser, db: DbDep, words:
             return render(request, "disputes/search.html", ctx, block="results", status_code=422)
         ctx["hits"] = disputes.search(db, words, staff, start, end, reviewer=reviewer.name,
                                       marked_wrong=bool(marked_wrong.strip()))
+        ctx["dates_entered"] = {h.id: dates_entered(h.dates, h.dates_from_question, "none") for h in ctx["hits"]}
     return render(request, "disputes/search.html", ctx, block="results")
 
 
+def dates_entered(dates: dict | None, from_question: bool, none: str) -> str:
+    """The dates the asker entered, or `none`; dates read from the question are said to be."""
+    if from_question and dates:
+        return f"{none} ({dates_line(dates, '')} read from the question)"
+    return dates_line(dates, none)
+
+
 @router.get("/audit")
-def list_audit(request: Request, reviewer: ComplianceUser, db: DbDep):
-    rows = [{
+def list_audit(request: Request, reviewer: ComplianceUser, db: DbDep, actor: str = "", action: str = "",
+               logged_from: str = "", logged_to: str = ""):
+    form = {"actor": actor.strip(), "action": action.strip(), "logged_from": logged_from, "logged_to": logged_to}
+    actions = disputes.audit_actions(db, reviewer=reviewer.name)
+    ctx = {"form": form, "actions": actions, "rows": None, "problem": None, "limit": disputes.AUDIT_LIMIT}
+    try:
+        start = parse_input_date(logged_from, "logged from")
+        end = parse_input_date(logged_to, "logged to")
+    except DateInputError as exc:
+        ctx["problem"] = str(exc)
+    else:
+        if start and end and start > end:
+            ctx["problem"] = f"'logged from' ({start}) is after 'logged to' ({end})."
+        elif form["action"] and form["action"] not in actions:
+            ctx["problem"] = f"No action '{form['action']}' is logged; choose one of: {', '.join(actions)}."
+    if ctx["problem"]:  # nothing is listed for a filter that cannot be read
+        return render(request, "disputes/audit.html", ctx, status_code=422)
+    entries = disputes.audit_entries(db, reviewer=reviewer.name, actor=form["actor"] or None,
+                                     action=form["action"] or None, logged_from=start, logged_to=end)
+    ctx["rows"] = [{
         "at": e.at.strftime("%Y-%m-%d %H:%M:%S %Z").strip(), "actor": e.actor, "action": e.action, "target": e.target,
         "target_url": f"/disputes/{e.target}" if e.action in ("open", "check", "replay") and e.target else None,
-        "details": json.dumps(e.details, sort_keys=True, default=str),
-    } for e in disputes.audit_entries(db, reviewer=reviewer.name)]
-    return render(request, "disputes/audit.html", {"rows": rows})
+        "details": [(key.replace("_", " "), _detail(value)) for key, value in sorted((e.details or {}).items())],
+    } for e in entries]
+    return render(request, "disputes/audit.html", ctx)
+
+
+def _detail(value) -> str:
+    """One audit detail as a reader takes it in: lists and records spelled out, not JSON."""
+    if value is None or value == [] or value == {}:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')}: {_detail(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_detail(v) for v in value)
+    return str(value)
 
 
 @router.get("/export")
@@ -164,7 +202,7 @@ def _answer_context(db, pipeline, reviewer: Staff, trace: Trace, *, member_date:
         "trace": trace,
         "view": view,
         "asked_at": trace.created_at.strftime("%Y-%m-%d %H:%M %Z").strip(),
-        "dates_entered": dates_line(trace.dates, "no date entered"),
+        "dates_entered": dates_entered(trace.dates, disputes.dates_from_question(trace), "no date entered"),
         "member_label": f"Member's {label[0].lower()}{label[1:]}" if label else "Member's date",
         "basis_note": label,
         "member_date": member_date,
