@@ -1,0 +1,234 @@
+"""Backup and restore keep the proof verifiable (issue 52, item 3). Real databases on the session's
+Postgres, the console script's commands in process: the demo corpus ingested, questions asked
+(traces written, one marked wrong), an export taken; `policydesk backup`; `policydesk restore`
+into a fresh database; then on the restored database the chains verify, the earlier export is
+what a fresh one gives, every cited chunk re-reads with its SHA-256, a rep still cannot read
+restricted text through the application login, and syncing the same corpus writes nothing. A
+restore that fails (damaged archive, non-empty target) changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import date, datetime, timezone
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from policydesk.accounts.access import clearance_for
+from policydesk.accounts.users import add_user
+from policydesk.contract.answer import AskRequest
+from policydesk.ingest.chunks import sha256_text
+from policydesk.ingest.sync import sync_directory
+from policydesk.proof.citations import own_citation
+from policydesk.proof.exports import export_traces, render, verify_export_lines
+from policydesk.proof.feedback import record_feedback
+from policydesk.storage import sources
+from policydesk.storage.backup import read_contents, what_it_holds
+from policydesk.storage.engine import open_database
+from policydesk.storage.scope import permitted_scope, scoped_session
+from tests.cli_helpers import run_cli
+from tests.conftest import CORPUS
+
+TODAY = datetime.now(timezone.utc).date()
+QUESTIONS = ("What is the timely filing limit?", "How are appeals handled?",
+             "How many days of supply can a pharmacy dispense at once?")
+
+
+def _env(url) -> dict:
+    return dict(os.environ, DATABASE_URL=url.render_as_string(hide_password=False))
+
+
+def _fresh_name() -> str:
+    return f"policydesk_restore_{uuid.uuid4().hex[:8]}"
+
+
+def _export_lines(db) -> list[str]:
+    return list(render(export_traces(db, reviewer="auditor-backup", start=TODAY, end=TODAY), "jsonl"))
+
+
+@pytest.fixture(scope="module")
+def source(make_db, settings, embed_model, tmp_path_factory):
+    """The demo corpus, a rep's and a supervisor's answers (one marked wrong), an export, a backup."""
+    from policydesk.pipeline import build_pipeline
+
+    db = make_db(demo=True)
+    rep, sup = f"bk-rep-{uuid.uuid4().hex[:6]}", f"bk-sup-{uuid.uuid4().hex[:6]}"
+    with Session(db.owner) as session, session.begin():
+        add_user(session, name=rep, role="rep", password="x" * 16)
+        add_user(session, name=sup, role="supervisor", password="x" * 16)
+    pipeline = build_pipeline(db, settings, embed_model=embed_model, today=date(2026, 11, 29))
+    results = [pipeline.ask(AskRequest(user_name=name, question=q))
+               for name, q in ((rep, QUESTIONS[0]), (sup, QUESTIONS[1]), (rep, QUESTIONS[2]))]
+    assert any(r.citations for r in results), [r.to_json() for r in results]
+    with db.owner.connect() as conn:
+        rep_traces = conn.execute(text("SELECT id FROM traces WHERE user_name = :u ORDER BY seq"), {"u": rep}).scalars().all()
+    record_feedback(db, user_name=rep, trace_id=rep_traces[0], verdict="wrong", reason="unclear_wording")
+    lines = _export_lines(db)
+    assert verify_export_lines(lines, whole_period=True) == []
+    folder = tmp_path_factory.mktemp("backup")
+    dump = folder / "policydesk.dump"
+    done = run_cli("backup", str(dump), env=_env(db.owner_url))
+    assert done.returncode == 0, done.stderr
+    with db.owner.connect() as conn:
+        contents = read_contents(conn)
+    return {"db": db, "rep": rep, "sup": sup, "lines": lines, "dump": dump, "contents": contents,
+            "backup_out": done.stdout}
+
+
+@pytest.fixture(scope="module")
+def restored(source, settings):
+    name = _fresh_name()
+    url = source["db"].owner_url.set(database=name)
+    done = run_cli("restore", str(source["dump"]), env=_env(url))
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = open_database(settings, name)
+    yield {"db": db, "out": done.stdout, "name": name}
+    db.dispose()
+
+
+def test_backup_writes_the_archive_and_what_it_holds(source):
+    manifest = json.loads(source["dump"].with_name("policydesk.dump.json").read_text())
+    assert manifest["rows"]["traces"] == source["contents"].rows["traces"] >= len(QUESTIONS)
+    assert manifest["chain_heads"]["traces"][0] == source["contents"].rows["traces"]
+    assert manifest["sha256"] in source["backup_out"]
+    again = run_cli("backup", str(source["dump"]), env=_env(source["db"].owner_url))
+    assert again.returncode == 2 and "never overwrites" in again.stderr
+
+
+def test_the_restored_database_holds_exactly_what_was_backed_up(source, restored):
+    with restored["db"].owner.connect() as conn:
+        assert read_contents(conn) == source["contents"]
+    assert "into new database" in restored["out"] and "both chains hold" in restored["out"]
+
+
+def test_traces_verify_passes_on_the_restored_database(source, restored):
+    done = run_cli("traces", "verify", env=_env(restored["db"].owner_url))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"traces: {source['contents'].rows['traces']} rows verify" in done.stdout
+
+
+def test_the_earlier_export_verifies_against_the_restored_database(source, restored):
+    earlier = source["lines"]
+    assert verify_export_lines(earlier, whole_period=True) == []
+    fresh = _export_lines(restored["db"])
+    assert verify_export_lines(fresh, whole_period=True) == []
+    assert [json.loads(line) for line in fresh] == [json.loads(line) for line in earlier]
+    assert any(f["verdict"] == "wrong" for line in fresh for f in json.loads(line)["feedback"])
+
+
+def test_every_cited_chunk_rereads_with_its_hash_and_its_owner_still_sees_it(source, restored):
+    db = restored["db"]
+    with db.owner.connect() as conn:
+        traces = conn.execute(text("SELECT id, user_name, user_role, citations FROM traces WHERE citations <> '[]'")).all()
+    cited = [(t, c) for t in traces for c in t.citations]
+    assert cited
+    compliance = clearance_for("compliance")
+    for t, c in cited:
+        with scoped_session(db.app, compliance) as session:
+            stored = sources.chunk_text(session, chunk_id=c["chunk_id"], clearance=compliance)
+        assert stored is not None and sha256_text(stored) == c["text_sha256"], c["chunk_id"]
+        shown = own_citation(db, user_name=t.user_name, clearance=clearance_for(t.user_role), trace_id=str(t.id),
+                             chunk_id=c["chunk_id"])
+        assert shown is not None and shown.citation["text_sha256"] == c["text_sha256"]
+
+
+def test_row_level_security_still_binds_the_application_login(source, restored):
+    def visible(db, role: str | None) -> tuple[int, set[str]]:
+        sql = text("SELECT count(*), coalesce(array_agg(DISTINCT metadata_->>'access_level'), '{}') FROM data_chunks")
+        if role is None:
+            with db.app.connect() as conn:
+                return tuple(conn.execute(sql).one())
+        with permitted_scope(clearance_for(role)), db.app.connect() as conn:
+            n, levels = conn.execute(sql).one()
+            return n, set(levels)
+
+    src, dst = source["db"], restored["db"]
+    rep, everything = visible(dst, "rep"), visible(dst, "compliance")
+    assert rep == visible(src, "rep") and everything == visible(src, "compliance")
+    assert 0 < rep[0] < everything[0]
+    assert rep[1] <= set(clearance_for("rep").levels) and everything[1] - rep[1]
+    assert visible(dst, None)[0] == 0  # no scope: no rows
+    with dst.app.connect() as conn:
+        login = conn.execute(text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")).one()
+        forced = conn.execute(text("SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE relname = ANY(:t)"),
+                              {"t": ["data_chunks", "document_versions", "traces", "audit_log"]}).scalar_one()
+    assert tuple(login) == (False, False) and forced
+
+
+def test_the_restored_database_keeps_its_append_only_proof(restored):
+    with restored["db"].app.connect() as conn:
+        for statement in ("UPDATE traces SET answer_text = 'x'", "DELETE FROM traces", "TRUNCATE audit_log"):
+            with pytest.raises(Exception, match="permission denied"):
+                with conn.begin():
+                    conn.execute(text(statement))
+
+
+def test_syncing_the_same_corpus_after_a_restore_writes_nothing(restored, settings, embed_model):
+    db = restored["db"]
+    counted = ("documents", "document_versions", "data_chunks", "embedding_cache")
+    with db.owner.connect() as conn:
+        before = {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in counted}
+    report = sync_directory(db, CORPUS, embed_model, settings)
+    assert report.ok and report.written == [] and report.unchanged == report.considered > 0
+    with db.owner.connect() as conn:
+        assert {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in counted} == before
+
+
+# -- restores that must change nothing ------------------------------------------------------------
+
+def _holds(url) -> list[str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return what_it_holds(conn)
+    finally:
+        engine.dispose()
+
+
+def test_a_truncated_archive_is_refused_and_the_target_stays_empty(source, tmp_path):
+    data = source["dump"].read_bytes()
+    cut = tmp_path / "cut.dump"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    url = source["db"].owner_url.set(database=_fresh_name())
+    done = run_cli("restore", str(cut), env=_env(url))
+    assert done.returncode == 2, done.stdout + done.stderr
+    # its table of contents reads, so the restore ran until the data ran out, and was rolled back
+    assert "could not be read to its end" in done.stderr and "rolled back, nothing was changed" in done.stderr
+    assert _holds(url) == []
+
+
+def test_a_file_that_is_not_an_archive_is_refused_before_anything_is_touched(source, tmp_path):
+    junk = tmp_path / "notes.sql"
+    junk.write_text("SELECT 1;\n")
+    url = source["db"].owner_url.set(database=_fresh_name())
+    done = run_cli("restore", str(junk), env=_env(url))
+    assert done.returncode == 2 and "not a readable pg_dump archive" in done.stderr
+    assert _holds(url) == []
+
+
+def test_a_non_empty_target_is_refused_unless_replaced(source, make_db, tmp_path):
+    target = make_db()  # migrated, a user of its own
+    with Session(target.owner) as session, session.begin():
+        add_user(session, name="kept-user", role="rep", password="x" * 16)
+    with target.owner.connect() as conn:
+        before = read_contents(conn)
+    refused = run_cli("restore", str(source["dump"]), env=_env(target.owner_url))
+    assert refused.returncode == 2 and "is not empty" in refused.stderr and "--replace" in refused.stderr
+    with target.owner.connect() as conn:
+        assert read_contents(conn) == before
+    # --replace with a damaged archive: the drop is rolled back with it
+    data = source["dump"].read_bytes()
+    cut = tmp_path / "cut.dump"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    failed = run_cli("restore", str(cut), "--replace", env=_env(target.owner_url))
+    assert failed.returncode == 2 and "rolled back" in failed.stderr, failed.stdout + failed.stderr
+    with target.owner.connect() as conn:
+        assert read_contents(conn) == before
+    replaced = run_cli("restore", str(source["dump"]), "--replace", env=_env(target.owner_url))
+    assert replaced.returncode == 0, replaced.stdout + replaced.stderr
+    with target.owner.connect() as conn:
+        assert read_contents(conn) == source["contents"]
+        assert conn.execute(text("SELECT count(*) FROM users WHERE name = 'kept-user'")).scalar_one() == 0
