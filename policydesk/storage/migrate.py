@@ -41,6 +41,25 @@ def upgrade(owner: Engine, app_role: str, app_password: str, revision: str = "he
         command.upgrade(alembic_config(conn, app_role, app_password), revision)
 
 
+def downgrade(owner: Engine, app_role: str, app_password: str, steps: int) -> None:
+    """Undo the latest `steps` migrations under the same lock as `upgrade`, in one transaction (a
+    downgrade that fails leaves the schema where it was). Any start of this release upgrades it
+    to head again, so stop every process first (docs/backup.md)."""
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    with owner.begin() as conn:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
+        command.downgrade(alembic_config(conn, app_role, app_password), f"-{steps}")
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
 def current_revision(owner: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
