@@ -346,6 +346,11 @@ def _register_optional_commands() -> None:
     from policydesk.commands.stack import stack as stack_command
 
     app.command("stack")(stack_command)
+    from policydesk.commands.backup import backup, migrate, restore
+
+    app.command("backup")(backup)
+    app.command("restore")(restore)
+    app.command("migrate")(migrate)
 
 
 _register_optional_commands()
