@@ -25,8 +25,9 @@ MANIFEST_KEYS = (
     "file", "id", "title", "type", "version", "effective_from", "date_basis",
     "access_level", "sensitive", "owner", "related_policies",
 )
-# Written only when a source has them: absent `line_of_business` = every product.
-OPTIONAL_MANIFEST_KEYS = ("line_of_business",)
+# Written only when a source has them: absent `line_of_business` = every product; absent
+# `review_every` (days) = the owners report never counts the source as due for review.
+OPTIONAL_MANIFEST_KEYS = ("line_of_business", "review_every")
 
 PHI_PATTERNS = {
     "SSN": re.compile(r"\b\d{3}-\d{2}-\d{4}\b"),

@@ -166,3 +166,22 @@ def test_review_every_must_be_a_positive_number_of_days(tmp_path):
         (root / "manifest.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
         with pytest.raises(IngestError, match="beta.md: review_every: must be a positive whole number of days"):
             load_manifest(root)
+
+
+def test_on_the_demo_some_reviews_are_due_and_some_are_not(demo_db):
+    """The demo manifest sets `review_every` on a few sources: on the demo date the owners report
+    lists those past it under their owners, and not those whose review is still to come."""
+    from tests.conftest import CORPUS, WEB_TODAY
+
+    review = {s.doc_id: s.review_every for s in load_manifest(CORPUS) if s.review_every}
+    assert len(review) >= 4
+    for role in ("supervisor", "compliance"):
+        report = owners_report(demo_db, clearance_for(role), start=WEB_TODAY, end=WEB_TODAY, today=WEB_TODAY,
+                               recent_days=30, directory=CORPUS)
+        due = {(e.owner, i.doc_id) for e in report.owners for i in e.of("past_review")}
+        assert due == {("Member Services Training", "WIKI-CLAIMS"), ("Member Services Training", "WIKI-GLOSSARY"),
+                       ("Member Services", "POL-INT")}, role
+        assert not {"POL-TF", "WIKI-TH", "WIKI-APPEALS"} & {doc for _, doc in due}  # set, but not yet due
+        assert {"POL-TF", "WIKI-TH", "WIKI-APPEALS"} <= set(review)
+        detail = next(i.detail for e in report.owners for i in e.of("past_review") if i.doc_id == "WIKI-GLOSSARY")
+        assert detail == "review every 365 days; last reviewed 2025-01-20, due 2026-01-20"
