@@ -398,6 +398,7 @@ def test_sync_now_syncs_the_folder_and_the_page_shows_what_it_refused(site, admi
     assert r.status_code == 200, r.text[:500]
     assert "1 synced" in text_of(r.text, "last-sync") and "1 refused" in text_of(r.text, "last-sync")
     assert "WIKI-GAMMA v1" in text_of(r.text, "synced")
+    assert "1 failed their checks" in text_of(r.text, "admin-warn")  # a partial sync is not shown as plain success
     refused = [e["text"] for e in find(r.text, "tr") if "beta.md" in e["text"]]
     assert refused and "empty file (0 bytes)" in refused[0]
     row = _one_audit_row(db, since, "sources_synced", str(root))

@@ -148,7 +148,7 @@ def revoke_token(request: Request, me: AdminUser, db: DbDep, key_id: str):
 def _sources_page(request: Request, db, me: Staff, *, status: int = 200, **shown):
     state = request.app.state
     ctx = {"overview": sources_overview(db, today=state.pipeline.today), "directory": state.settings.SYNC_DIR,
-           "section": "sources", "done": None, "problem": None, "report": None, **shown}
+           "section": "sources", "done": None, "incomplete": False, "problem": None, "report": None, **shown}
     return render(request, "admin/sources.html", ctx, block="body", status_code=status)
 
 
@@ -174,4 +174,5 @@ def sync_now(request: Request, me: AdminUser, db: DbDep):
         return _sources_page(request, db, me, problem=f"The sync was refused, nothing was written: {exc}")
     finally:
         _SYNC_RUNNING.release()
-    return _sources_page(request, db, me, done=report.summary(), report=report)
+    # A sync that refused a file says so as a warning, not as plain success.
+    return _sources_page(request, db, me, done=report.summary(), report=report, incomplete=not report.ok)
