@@ -232,3 +232,17 @@ def test_a_non_empty_target_is_refused_unless_replaced(source, make_db, tmp_path
     with target.owner.connect() as conn:
         assert read_contents(conn) == source["contents"]
         assert conn.execute(text("SELECT count(*) FROM users WHERE name = 'kept-user'")).scalar_one() == 0
+
+
+def test_a_restore_by_another_login_than_the_tables_owner_is_refused(source):
+    """The owner policies name the login that owned the tables; under another owner, forced row-level
+    security would hide every row from it, so the restore stops before anything is written."""
+    role = f"bk_other_{uuid.uuid4().hex[:6]}"
+    with source["db"].owner.begin() as conn:
+        owner = conn.execute(text("SELECT current_user")).scalar_one()
+        conn.exec_driver_sql(f"CREATE ROLE {role} LOGIN CREATEDB")
+    url = source["db"].owner_url.set(database=_fresh_name(), username=role, password=None)
+    done = run_cli("restore", str(source["dump"]), env=_env(url))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"belong to the login {owner}" in done.stderr and "Nothing was changed" in done.stderr
+    assert _holds(url) == []

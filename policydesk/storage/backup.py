@@ -38,6 +38,7 @@ from policydesk.storage.security import database_problems
 MANIFEST_SUFFIX = ".json"  # FILE.json beside FILE: what the backup held, compared after a restore
 _ROLE_SHAPE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _COPY_CHUNK = 1 << 20
+_TABLE_ENTRY = re.compile(r"^\d+; \d+ \d+ TABLE public \S+ (\S+)$", re.MULTILINE)  # a `pg_restore --list` line
 
 
 class BackupError(RuntimeError):
@@ -239,7 +240,8 @@ def restore(owner: Engine, app: Engine, file: Path, *, app_role: str, app_passwo
     with owner.connect() as conn:
         tools = postgres_tools(server_major(conn), bin_dir)
         held = what_it_holds(conn)
-    _check_archive(tools, file)
+        restorer = conn.execute(text("SELECT current_user")).scalar_one()
+    _check_archive(tools, file, restorer)
     if held and not replace:
         raise BackupError(f"database {database} is not empty (it holds {'; '.join(held)}); nothing was changed. "
                           "Restore into a new, empty database, or pass --replace to drop what it holds and "
@@ -278,13 +280,21 @@ GRANT USAGE ON SCHEMA public TO PUBLIC;
 """
 
 
-def _check_archive(tools: Tools, file: Path) -> None:
+def _check_archive(tools: Tools, file: Path, restorer: str) -> None:
     """Read the archive's table of contents before anything is touched: not a custom-format dump
-    (a plain SQL file, another program's file) is refused here."""
+    (a plain SQL file, another program's file) is refused here, and so is a restore by another
+    login than the one that owned the tables: each table's owner policy names that login (`TO
+    CURRENT_USER` when migrated), so under another owner forced row-level security would hide
+    every row from ingest."""
     listed = subprocess.run([str(tools.pg_restore), "--list", str(file)], capture_output=True, text=True)
     if listed.returncode != 0:
         raise BackupError(f"{file} is not a readable pg_dump archive (custom format), nothing was changed: "
                           f"{_last_lines(listed.stderr)}")
+    owners = {m.group(1) for m in _TABLE_ENTRY.finditer(listed.stdout)}
+    if owners and owners != {restorer}:
+        raise BackupError(f"the backup's tables belong to the login {', '.join(sorted(owners))} and its row-level "
+                          f"security policies name it; restore as that login (the user in DATABASE_URL), not "
+                          f"{restorer}. Nothing was changed")
 
 
 def _ensure_app_role(owner: Engine, role: str, password: str) -> None:
