@@ -241,6 +241,16 @@ class Settings(BaseSettings):
     # Ingest caps
     MAX_SOURCE_BYTES: int = 10 * 1024 * 1024
     MAX_PDF_PAGES: int = 200
+    # OCR of PDF pages with no text layer (readers/ocr.py, docs/ingest.md "Scanned PDFs"): tesseract
+    # reads each such page rendered at OCR_DPI. A page whose mean word confidence is under
+    # OCR_FLAG_BELOW is indexed but flagged (inspect, the owners report, a warning on answers); a
+    # page with ink and a confidence under OCR_UNREADABLE_BELOW (or no words) refuses the file.
+    OCR_DPI: int = Field(default=300, ge=100, le=600)
+    OCR_LANGUAGE: str = Field(default="eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    OCR_COMMAND: str = "tesseract"
+    OCR_FLAG_BELOW: float = Field(default=85.0, ge=0, le=100)
+    OCR_UNREADABLE_BELOW: float = Field(default=20.0, ge=0, le=100)
+    OCR_TIMEOUT_SECONDS: float = Field(default=120.0, gt=0)
     # Chunk size, in the embedding model's tokens including its special tokens. None: the
     # offline model's own window (256 for all-MiniLM-L6-v2, read from the model package), or
     # GEMINI_CHUNK_MAX_TOKENS with Gemini. gemini-embedding-001 reads 2048 tokens; 512 keeps a

@@ -27,6 +27,7 @@ from policydesk.ingest.chunks import chunk_metadata, make_node, row_metadata, wi
 from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.manifest import Source, check_windows, load_manifest, read_manifest
 from policydesk.ingest.plan import PlannedSource, file_sha256, plan_source
+from policydesk.ingest.readers.ocr import ocr_metadata
 from policydesk.ingest.tokens import budget_for
 from policydesk.storage.clearance import ACCESS_LEVELS
 from policydesk.storage.models import OPEN_END, Chunk, Document, DocumentVersion
@@ -224,7 +225,8 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 s = p.source
                 window = windows[s.doc_id][s.version]
                 for chunk, vector in zip(p.chunks, queue.vectors(keys[id(p)])):
-                    node = make_node(s.doc_id, chunk.text, chunk_metadata(s, chunk, window))
+                    node = make_node(s.doc_id, chunk.text,
+                                     chunk_metadata(s, chunk, window) | ocr_metadata(p.ocr_pages, chunk))
                     rows.append(dict(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node), embedding=vector))
                 report.written_versions.append(f"{s.doc_id} v{s.version}")
                 report.chunks_written += len(p.chunks)

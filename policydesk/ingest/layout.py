@@ -32,3 +32,5 @@ class Layout:
     # an HTML <title>, a text file's first line); None lets the outline decide from the headings.
     title: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Pages read by OCR (no text layer): page number -> mean word confidence, 0-100 (readers/ocr.py).
+    ocr_pages: dict[int, float] = field(default_factory=dict)

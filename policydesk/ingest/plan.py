@@ -15,6 +15,7 @@ from policydesk.ingest.layout import Block
 from policydesk.ingest.manifest import Source
 from policydesk.ingest.outline import NO_HEADINGS, build_sections
 from policydesk.ingest.readers import read_layout
+from policydesk.ingest.readers.ocr import ocr_options
 from policydesk.ingest.screening import screen_blocks
 from policydesk.ingest.tokens import TokenBudget
 
@@ -28,6 +29,7 @@ class PlannedSource:
     warnings: list[str] = field(default_factory=list)
     header_lines: list[str] = field(default_factory=list)  # letterhead before the first heading, not indexed
     problem: IngestError | None = None  # set when the file is refused
+    ocr_pages: dict[int, float] = field(default_factory=dict)  # pages read by OCR -> mean word confidence
 
     @property
     def refused(self) -> bool:
@@ -66,7 +68,8 @@ def plan_source(source: Source, settings, budget: TokenBudget) -> PlannedSource:
     planned = PlannedSource(source, sha256)
     try:
         layout = read_layout(source.path, source.file, max_bytes=settings.MAX_SOURCE_BYTES,
-                             max_pages=settings.MAX_PDF_PAGES)
+                             max_pages=settings.MAX_PDF_PAGES, ocr=ocr_options(settings))
+        planned.ocr_pages = layout.ocr_pages
         screened = list(layout.blocks)
         if layout.title:
             screened.insert(0, Block(layout.title, "title"))

@@ -31,7 +31,8 @@ def _text(path: Path, file: str) -> str:
         ) from None
 
 
-def read_layout(path: Path, file: str, *, max_bytes: int, max_pages: int) -> Layout:
+def read_layout(path: Path, file: str, *, max_bytes: int, max_pages: int, ocr=None) -> Layout:
+    """`ocr` (readers.ocr.OcrOptions): read PDF pages with no text layer by OCR; None refuses them."""
     size = path.stat().st_size
     if size == 0:
         raise IngestError(file, "file", "empty file (0 bytes)")
@@ -41,7 +42,7 @@ def read_layout(path: Path, file: str, *, max_bytes: int, max_pages: int) -> Lay
     if suffix == ".pdf":
         from policydesk.ingest.readers.pdf import read_pdf
 
-        return read_pdf(path, file, max_pages=max_pages)
+        return read_pdf(path, file, max_pages=max_pages, ocr=ocr)
     if suffix == ".docx":
         from policydesk.ingest.readers.docx import read_docx
 

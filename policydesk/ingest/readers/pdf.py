@@ -203,18 +203,28 @@ def _headings(lines: list[Line]) -> list[tuple | None]:
     return keys
 
 
-def read_pdf(path: Path, file: str, *, max_pages: int) -> Layout:
+def read_pdf(path: Path, file: str, *, max_pages: int, ocr=None) -> Layout:
+    """`ocr` (readers.ocr.OcrOptions): pages with no text layer are read by OCR; None refuses them."""
     pdf = _open(path, file)
+    scanned = None
     try:
         pages = len(pdf)
         if pages > max_pages:
             raise IngestError(file, "file", f"PDF has {pages} pages; the limit is {max_pages}")
-        lines = [ln for n in range(pages) for ln in _page_lines(pdf[n], n + 1)]
+        by_page = [_page_lines(pdf[n], n + 1) for n in range(pages)]
+        if ocr is not None and not all(by_page):
+            from policydesk.ingest.readers.ocr import read_scanned
+
+            scanned = read_scanned(pdf, by_page, ocr, file)  # fills the pages with no text layer
+        lines = [ln for page_lines in by_page for ln in page_lines]
     finally:
         pdf.close()
     if not lines:
         raise IngestError(file, "file", "PDF has no text layer (a scanned image?); run OCR and export a PDF with text")
-    return layout_from_lines(lines, pages)
+    layout = layout_from_lines(lines, pages)
+    if scanned is not None:
+        scanned.annotate(layout)
+    return layout
 
 
 def layout_from_lines(lines: list[Line], pages: int) -> Layout:
