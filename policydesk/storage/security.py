@@ -20,7 +20,10 @@ APPEND_ONLY_TABLES = ("traces", "audit_log", "login_attempts", "feedback", "api_
 _WRITES = ("UPDATE", "DELETE", "TRUNCATE")
 # Tables the application login only reads: accounts and API tokens are created, changed and
 # revoked by the owner login (the CLI, and single sign-on's provisioning step), never by a request.
-READ_ONLY_TABLES = ("users", "api_tokens")
+READ_ONLY_TABLES = ("users", "api_tokens", "source_files")
+# Read under forced row-level security too, once a later migration has made them (0024's kept
+# source files: the bytes of a version the caller may read, reached through the cited chunk).
+PROTECTED_WHEN_PRESENT = ("source_files",)
 _READ_ONLY_WRITES = ("INSERT", *_WRITES)
 # Tables the application login must not touch at all: the full-text side table holds every
 # chunk's lexemes with no row-level security; it is read only through a definer function that
@@ -58,7 +61,10 @@ def database_problems(app: Engine) -> list[str]:
             "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
             "WHERE relname = ANY(:t) AND relnamespace = 'public'::regnamespace"), {"t": list(PROTECTED_TABLES)}).all()
         found = {r.relname: r for r in rows}
-        for table in PROTECTED_TABLES:
+        found |= {r.relname: r for r in conn.execute(text(
+            "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
+            "WHERE relname = ANY(:t) AND relnamespace = 'public'::regnamespace"), {"t": list(PROTECTED_WHEN_PRESENT)})}
+        for table in (*PROTECTED_TABLES, *(t for t in PROTECTED_WHEN_PRESENT if t in found)):
             r = found.get(table)
             if r is None:
                 problems.append(f"table {table} is missing: run the migrations (policydesk starts them itself; "
