@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policydesk.accounts.access import ROLES
@@ -270,6 +270,18 @@ class Settings(BaseSettings):
     # production refuses to start without one.
     METRICS_TOKEN: SecretStr | None = None
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # `serve`'s JSON logs; other commands log warnings
+    # OpenTelemetry (docs/telemetry.md): request and step spans go over OTLP/HTTP to this base URL (a
+    # collector, Jaeger, Phoenix, Langfuse; /v1/traces is added). Unset: no exporter, nothing sent.
+    # The standard OTEL_* names are read too; the POLICYDESK_ ones win.
+    OTEL_EXPORTER_OTLP_ENDPOINT: str | None = Field(default=None, pattern=r"^https?://", validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+    # Sent with every export ("key=value,key2=value2", values percent-encoded), e.g. an Authorization header.
+    OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"))
+    OTEL_EXPORTER_OTLP_TIMEOUT: float = Field(default=10.0, gt=0, validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"))  # seconds per export
+    OTEL_SERVICE_NAME: str = Field(default="policydesk", min_length=1, validation_alias=AliasChoices(
+        "POLICYDESK_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"))
 
     @model_validator(mode="after")
     def _refuse_default_secret_outside_local(self) -> "Settings":

@@ -47,6 +47,7 @@ from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.screening.vocabulary import unknown_terms
 from policydesk.ops.logs import bind_trace_id
+from policydesk.ops.telemetry import Telemetry, telemetry_for
 from policydesk.contract.steps import NOT_ANSWERED, Context, Retrieved, Steps
 from policydesk.proof.tracing import TraceDraft, active_trace, current_trace, trace_row, write_trace
 from policydesk.accounts.users import get_active_user
@@ -82,9 +83,10 @@ class AskError(Exception):
 
 class AskPipeline:
     def __init__(self, db, settings, embed_model, llm, *, today: date | None = None,
-                 gate: RefusalGate | None = None, what_changed: WhatChangedDetector | None = None) -> None:
+                 gate: RefusalGate | None = None, what_changed: WhatChangedDetector | None = None,
+                 telemetry: Telemetry | None = None) -> None:
         """`llm`: the model that writes answers (any LlamaIndex LLM), or None to show the policy
-        text in force (the offline reader)."""
+        text in force (the offline reader). `telemetry`: where the request's spans go (default: nowhere)."""
         self.db = db
         self.settings = settings
         settings.abstain_threshold()  # refuse to start (UncalibratedThreshold) if the embedding model has none
@@ -105,6 +107,7 @@ class AskPipeline:
         self.extractive = llm is None  # no model: the policy text is shown, not a written answer
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
         install_instrumentation()
+        self.telemetry = telemetry or Telemetry.disabled()
 
     @property
     def today(self) -> date:
@@ -119,9 +122,11 @@ class AskPipeline:
         draft = TraceDraft()
         bind_trace_id(draft.id)  # this request's log lines name its trace
         steps = Steps(question=req.question)
-        with request_vectors(), active_trace(draft):  # this request's query vectors (RequestEmbedding)
+        with (self.telemetry.request(draft.id, req.kind) as request,
+              request_vectors(), active_trace(draft)):  # this request's query vectors (RequestEmbedding)
             outcome = self._outcome(req, steps, draft)
             result = steps.result(req.user_name, outcome, draft.id, list(draft.prompts))
+            request.answered(result)
             # -- step 7: trace, refusals and failures included ----------------------------------
             self._record(req, result, steps.clearance, draft)
         return result
@@ -141,48 +146,55 @@ class AskPipeline:
         """Steps 1-6 of docs/design.md in order: each returns its value, recorded in `steps`, and
         the step that decides returns the outcome; `ask` builds the result from both and traces it."""
         # -- step 1: resolve role; the request's dates and product ---------------------------
-        with draft.stage("resolve_role"):
-            steps.role, clearance = self._resolve_role(req)
-        steps.clearance = clearance
-        if req.rejected:
-            raise AskError(req.rejected, "rejected")
-        steps.dates = entered_dates(req.dates)
-        # The product travels inside the clearance into every scoped read.
-        steps.line_of_business = checked_product(self.db, clearance, req.line_of_business)
-        steps.clearance = clearance = clearance.for_product(steps.line_of_business)
+        with self.telemetry.step("resolve_role"):
+            with draft.stage("resolve_role"):
+                steps.role, clearance = self._resolve_role(req)
+            steps.clearance = clearance
+            if req.rejected:
+                raise AskError(req.rejected, "rejected")
+            steps.dates = entered_dates(req.dates)
+            # The product travels inside the clearance into every scoped read.
+            steps.line_of_business = checked_product(self.db, clearance, req.line_of_business)
+            steps.clearance = clearance = clearance.for_product(steps.line_of_business)
 
         # -- step 2: refuse early, before retrieval, with no model call ---------------------
-        with draft.stage("refusal_gate"):
-            screening = self.gate.screen(req.question, clearance)
-        # From here on only the redacted question is read: retrieval, the model, the trace.
-        question = steps.question = screening.question
-        steps.redactions = list(screening.redaction.kinds)
-        if screening.redaction.changed:
-            steps.warnings.append(AnswerWarning(kind="redacted", message=REDACTION_NOTE))
-        if screening.degraded_reason is not None:  # this request only: the next one tries the classifier
-            metrics.INTENT_CLASSIFIER_FAILURES.inc()
-            steps.screening_degraded = True
-            steps.warnings.append(AnswerWarning(kind="degraded", message=INTENT_DEGRADED_NOTE))
-        if screening.refusal is not None:
-            return self._refused(screening.refusal.reason.value, screening.refusal.message)
-        steps.dates, date_warnings = applied_dates(question, steps.dates, self.today)
-        steps.warnings += date_warnings
+        with self.telemetry.step("refuse_early") as step:
+            with draft.stage("refusal_gate"):
+                screening = self.gate.screen(req.question, clearance)
+            # From here on only the redacted question is read: retrieval, the model, the trace.
+            question = steps.question = screening.question
+            steps.redactions = list(screening.redaction.kinds)
+            if screening.redaction.changed:
+                steps.warnings.append(AnswerWarning(kind="redacted", message=REDACTION_NOTE))
+            if screening.degraded_reason is not None:  # this request only: the next one tries the classifier
+                metrics.INTENT_CLASSIFIER_FAILURES.inc()
+                steps.screening_degraded = True
+                steps.warnings.append(AnswerWarning(kind="degraded", message=INTENT_DEGRADED_NOTE))
+            if screening.refusal is not None:
+                return step.decided(self._refused(screening.refusal.reason.value, screening.refusal.message))
+            steps.dates, date_warnings = applied_dates(question, steps.dates, self.today)
+            steps.warnings += date_warnings
 
         # -- steps 3-4: filter inside SQL, retrieve and rank ---------------------------------
-        stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
-                             settings=self.settings, clearance=clearance, dates=steps.dates, today=self.today)
-        steps.retrieved = retrieved = self._retrieve(stack, question, draft)
+        with self.telemetry.step("filter") as step:  # the clearance every read of this request carries
+            stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
+                                 settings=self.settings, clearance=step.record(clearance), dates=steps.dates,
+                                 today=self.today)
+        with self.telemetry.step("retrieve") as step:
+            steps.retrieved = retrieved = step.record(self._retrieve(stack, question, draft))
         steps.warnings += retrieved.warnings
 
         # -- step 5: resolve versions, flag conflicts ----------------------------------------
-        steps.context = context = self._resolve_versions(stack, retrieved, clearance, steps.dates)
-        steps.warnings += context.report.warnings
-        held = context.report.held_back  # the top-ranked policy had no version in force on its date
-        if held is not None and (not context.nodes or _about(question, held.title, context.nodes)):
-            return self._refused("no_version_in_force", str(held))  # the question is about that policy
+        with self.telemetry.step("resolve_versions") as step:
+            steps.context = context = step.record(self._resolve_versions(stack, retrieved, clearance, steps.dates))
+            steps.warnings += context.report.warnings
+            held = context.report.held_back  # the top-ranked policy had no version in force on its date
+            if held is not None and (not context.nodes or _about(question, held.title, context.nodes)):
+                return step.decided(self._refused("no_version_in_force", str(held)))  # it is about that policy
 
         # -- step 6: generate or abstain -----------------------------------------------------
-        return self._generate(steps, screening, clearance, draft)
+        with self.telemetry.step("generate") as step:
+            return step.decided(self._generate(steps, screening, clearance, draft))
 
     # -- step 1 -----------------------------------------------------------------------------
     def _resolve_role(self, req: AskRequest) -> tuple[str, Clearance]:
@@ -351,7 +363,7 @@ class AskPipeline:
     # -- step 7: trace ----------------------------------------------------------------------
     def _record(self, req: AskRequest, result: AskResult, clearance: Clearance | None, draft: TraceDraft) -> None:
         row = trace_row(req, result, clearance, draft, self.settings, priced=is_priced(self.llm))
-        with draft.stage("trace_write"):
+        with self.telemetry.step("trace"), draft.stage("trace_write"):
             try:
                 write_trace(self.db, row)
             except Exception:
@@ -381,9 +393,9 @@ def _names_a_note(question: str, nodes) -> bool:
 
 
 def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None,
-                   gate: RefusalGate | None = None) -> AskPipeline:
+                   gate: RefusalGate | None = None, telemetry: Telemetry | None = None) -> AskPipeline:
     """`llm`: None takes the configured model (`providers.llm_for`); with none configured the
-    offline reader shows the policy text in force."""
+    offline reader shows the policy text in force. `telemetry`: None exports as the settings say."""
     from policydesk.providers import embedding_for, llm_for
     from policydesk.providers.local import local_embedding
 
@@ -393,4 +405,4 @@ def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | No
         # The offline reader ranks sentences with the model retrieval used, through one
         # RequestEmbedding, so the question is embedded once per request, not twice.
         embed_model = RequestEmbedding(embed_model)
-    return AskPipeline(db, settings, embed_model, llm, today=today, gate=gate)
+    return AskPipeline(db, settings, embed_model, llm, today=today, gate=gate, telemetry=telemetry or telemetry_for(settings))

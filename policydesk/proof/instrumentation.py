@@ -9,6 +9,11 @@ dispatcher and do nothing outside a request (no active draft):
 - `StageTimer` (spans): stage timings from the spans around `HybridRetriever.search()` /
   `retrieve()`, the postprocessors and the synthesizer. Steps that are not LlamaIndex
   components (role, refusal gate, what-changed, trace write) are timed by the pipeline.
+- `ComponentSpans` (spans): while a request exports OpenTelemetry (`ops.telemetry`), an OTel
+  span for each PolicyDesk component LlamaIndex opens a span around (`COMPONENT_SPANS`: the
+  hybrid search, each clearance-guard pass, version resolution, conflict flagging, synthesis,
+  each model call), a child of the pipeline step it runs in, with counts read from its
+  arguments and its result; never text.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import inspect
 import time
 from typing import Any
 
+from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
@@ -25,6 +31,7 @@ from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
+from policydesk.ops.telemetry import active_telemetry, component_span_end, component_span_start
 from policydesk.proof.tracing import current_trace
 
 # "Class.method" of a span (its id without the uuid) -> the trace stage it times.
@@ -101,14 +108,74 @@ class StageTimer(BaseSpanHandler[SimpleSpan]):
         return self._close(id_)  # a failed stage still took its time
 
 
+# "Class.method" of a LlamaIndex span -> the OTel span it becomes (a model's calls: by method, below).
+COMPONENT_SPANS = {
+    "HybridRetriever.search": "policydesk.hybrid_search",
+    "ClearanceGuard._postprocess_nodes": "policydesk.guard",
+    "VersionResolver.resolve": "policydesk.version_resolver",
+    "ConflictFlagger.flag": "policydesk.conflict_flagger",
+    "CitedAnswerSynthesizer.synthesize_outcome": "policydesk.synthesizer",
+    "CitedAnswerSynthesizer.asynthesize_outcome": "policydesk.synthesizer",
+}
+LLM_METHODS = frozenset({"chat", "achat", "complete", "acomplete"})
+
+
+def component_name(id_: str, instance: Any | None) -> str | None:
+    """The OTel span name for a LlamaIndex span id ("Class.method-<uuid4>"), or None to pass through."""
+    qualified = id_.rsplit("-", 5)[0]
+    name = COMPONENT_SPANS.get(qualified)
+    if name is None and isinstance(instance, BaseLLM) and qualified.rsplit(".", 1)[-1] in LLM_METHODS:
+        name = "policydesk.llm." + qualified.rsplit(".", 1)[-1]
+    return name
+
+
+class ComponentSpans(BaseSpanHandler[SimpleSpan]):
+    """Every LlamaIndex span inside an exporting request is recorded, so a component span finds
+    its nearest component ancestor; only those in COMPONENT_SPANS (and model calls) become OTel
+    spans. Outside such a request it records nothing."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PolicyDeskComponentSpans"
+
+    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
+                 **kwargs: Any) -> SimpleSpan | None:
+        telemetry = active_telemetry()
+        if telemetry is None:
+            return None
+        parent = self.open_spans.get(parent_span_id) if parent_span_id else None
+        above = parent.metadata["otel"] if parent is not None else None  # None: the current step
+        name = component_name(id_, instance)
+        if name is None:
+            return SimpleSpan(id_=id_, parent_id=parent_span_id, metadata={"otel": above, "own": False})
+        span = component_span_start(telemetry, name, above, bound_args, instance)
+        return SimpleSpan(id_=id_, parent_id=parent_span_id, metadata={"otel": span, "own": True})
+
+    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                             result: Any | None = None, **kwargs: Any) -> SimpleSpan | None:
+        span = self.open_spans.get(id_)
+        if span is not None and span.metadata["own"]:
+            component_span_end(span.metadata["otel"], bound_args, result=result)
+        return span
+
+    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
+                             err: BaseException | None = None, **kwargs: Any) -> SimpleSpan | None:
+        span = self.open_spans.get(id_)
+        if span is not None and span.metadata["own"]:
+            component_span_end(span.metadata["otel"], bound_args, error=err)
+        return span
+
+
 _installed = False
 
 
 def install_instrumentation() -> None:
-    """Add both handlers to the root dispatcher, once per process."""
+    """Add the handlers to the root dispatcher, once per process."""
     global _installed
     if not _installed:
         root = get_dispatcher()
         root.add_event_handler(TraceCollector())
         root.add_span_handler(StageTimer())
+        root.add_span_handler(ComponentSpans())
         _installed = True

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from policydesk.config import Settings
+from policydesk.ops.telemetry import telemetry_for
 from policydesk.web.deps import CSRF_FIELD, CSRF_HEADER, NotSignedIn, csrf_protect, is_htmx, reject_nul_bytes, utc_now
 from policydesk.web import api
 from policydesk.web.api.deps import field_errors
@@ -33,9 +34,11 @@ STATIC_DIR = Path(__file__).parent / "static"
 SESSION_COOKIE = "policydesk_session"
 
 
-def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> FastAPI:
+def create_app(settings: Settings, *, db=None, pipeline=None, clock=None, telemetry=None) -> FastAPI:
     """`clock`: a callable returning an aware datetime (default: the real UTC time); it times
-    sessions and sign-in throttling, so tests move it instead of sleeping."""
+    sessions and sign-in throttling, so tests move it instead of sleeping. `telemetry`: where the
+    request spans go (ops/telemetry.py); default the pipeline's, else one the app makes from the
+    settings, owns and shuts down."""
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         owned = None
@@ -55,10 +58,12 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
         if app.state.pipeline is None:
             from policydesk.pipeline import build_pipeline
 
-            app.state.pipeline = build_pipeline(app.state.db, settings)
+            app.state.pipeline = build_pipeline(app.state.db, settings, telemetry=app.state.telemetry)
         try:
             yield
         finally:
+            if owns_telemetry:
+                app.state.telemetry.shutdown()  # exports what is still queued
             if owned is not None:
                 owned.dispose()
                 if app.state.release_embedded_server and not settings.DATABASE_URL:
@@ -73,6 +78,8 @@ def create_app(settings: Settings, *, db=None, pipeline=None, clock=None) -> Fas
     app.state.settings = settings
     app.state.db = db
     app.state.pipeline = pipeline
+    owns_telemetry = telemetry is None and pipeline is None
+    app.state.telemetry = telemetry or getattr(pipeline, "telemetry", None) or telemetry_for(settings)
     app.state.warmer = None  # the start-up cache warm-up, when this app opened its own database
     app.state.clock = clock or utc_now
     app.state.release_embedded_server = False  # set by app_from_settings, for worker processes

@@ -5,13 +5,20 @@ latency by method and route template in Prometheus.
 Nothing a caller chooses becomes a metric label or reaches the access line as sent: the method is
 one of the standard ones or "other", the route is the matched route's template or "unmatched",
 so the set of label values is closed whatever is requested (a made-up method or path adds no series),
-and the access line names the route template, never the path with its ids."""
+and the access line names the route template, never the path with its ids.
+
+When the app's telemetry exports (`app.state.telemetry`, ops/telemetry.py), each request is also an
+OpenTelemetry server span named by method and route template, a child of the caller's W3C
+`traceparent` when one is sent; the pipeline's request span is its child, and the response's
+`traceresponse` header names the trace. The span carries the method, route template and status,
+never the path, query, headers or body."""
 
 from __future__ import annotations
 
 import time
 
 from policydesk.ops.logs import REQUEST_ID_HEADER, request_context, request_id_from
+from policydesk.ops.telemetry import Telemetry
 
 _HEADER = REQUEST_ID_HEADER.lower().encode()
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -33,21 +40,32 @@ class RequestObservation:
         request_id = request_id_from(given.decode("latin-1") if given is not None else None)
         started = time.perf_counter()
         status = 500  # what the latency is filed under if the app never answers
+        http = _telemetry(scope).http_request(scope["headers"], method_label(scope))
 
         async def send_with_id(message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", []), (_HEADER, request_id.encode())]}
+                message = {**message, "headers": [*message.get("headers", []), (_HEADER, request_id.encode()),
+                                                  *http.response_headers()]}
                 context.route = route_template(scope)  # uvicorn writes its access line inside this send
                 context.method = method_label(scope)
             await send(message)
 
-        with request_context(request_id) as context:
+        with request_context(request_id) as context, http:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
+                http.responded(route_template(scope), status)
                 _observe(scope, status, time.perf_counter() - started)
+
+
+_DISABLED = Telemetry.disabled()
+
+
+def _telemetry(scope) -> Telemetry:
+    """The app's own telemetry (create_app sets it); an app without one exports nothing."""
+    return getattr(getattr(scope.get("app"), "state", None), "telemetry", None) or _DISABLED
 
 
 def route_template(scope) -> str:
