@@ -67,7 +67,7 @@ def demo_site(demo_db, settings, embed_model):
     people = _add_people(demo_db, "cite")
     with served(create_app(settings, db=demo_db, pipeline=pipeline)) as site:
         clients = {role: _client(site.url, name) for role, name in people.items()}
-        yield site.url, clients
+        yield site.url, clients, people
         for c in clients.values():
             c.close()
 
@@ -112,7 +112,7 @@ def _open_pdf(client: httpx.Client, chunk: dict) -> tuple[int, bytes]:
 
 
 def test_pdf_citation_on_the_ask_page_opens_the_ingested_file_at_the_cited_page(demo_site, demo_db):
-    base, clients = demo_site
+    base, clients, _ = demo_site
     rep = clients["rep"]
     page = rep.get("/ask")
     r = rep.post("/ask", data={"question": "What is the timely filing limit?", "csrf_token": csrf_from(page.text)})
@@ -135,7 +135,7 @@ def test_pdf_citation_on_the_ask_page_opens_the_ingested_file_at_the_cited_page(
 
 
 def test_a_chunk_on_a_later_page_opens_at_that_page(demo_site, demo_db):
-    base, clients = demo_site
+    base, clients, _ = demo_site
     later = [c for c in _chunks(demo_db) if (c["metadata_"].get("page_start") or 0) >= 2
              and c["access_level"] in clearance_for("rep").levels and not c["sensitive"]]
     assert later, "the demo corpus has no readable chunk past page 1"
@@ -148,7 +148,7 @@ def test_a_chunk_on_a_later_page_opens_at_that_page(demo_site, demo_db):
 
 @pytest.mark.parametrize("suffix", [".md", ".docx"])
 def test_other_formats_open_their_text_at_the_cited_section(demo_site, demo_db, suffix):
-    base, clients = demo_site
+    base, clients, _ = demo_site
     chunk = next(c for c in _chunks(demo_db) if c["source_file"].endswith(suffix) and c["access_level"] == "public"
                  and ":" not in c["metadata_"]["section_id"])
     r = clients["rep"].get(_open(chunk["node_id"]))
@@ -169,7 +169,7 @@ def test_other_formats_open_their_text_at_the_cited_section(demo_site, demo_db, 
 
 
 def test_restricted_source_is_the_same_404_as_an_unknown_id(demo_site, demo_db):
-    base, clients = demo_site
+    base, clients, _ = demo_site
     rep = clients["rep"]
     hidden = next(c for c in _chunks(demo_db) if c["access_level"] not in clearance_for("rep").levels)
     unknown = f"{hidden['node_id']}-no-such-{uuid.uuid4().hex[:6]}"
@@ -185,14 +185,21 @@ def test_restricted_source_is_the_same_404_as_an_unknown_id(demo_site, demo_db):
         assert clients["supervisor"].get(_open(hidden["node_id"])).status_code == 303
 
 
-def test_signed_out_caller_is_sent_to_sign_in(demo_site, demo_db):
-    base, _ = demo_site
+def test_signed_out_caller_is_sent_to_sign_in_and_back(demo_site, demo_db):
+    base, _, people = demo_site
     chunk = _chunks(demo_db)[0]
     with _client(base) as anonymous:
         for tail in ("open", "file", "text"):
             r = anonymous.get(f"/sources/{quote(chunk['node_id'], safe='')}/{tail}")
             assert r.status_code == 303 and r.headers["location"].startswith("/login?next=")
             assert b"%PDF" not in r.content and chunk["text"][-30:] not in r.text
+        target = unquote(r.headers["location"].split("next=", 1)[1])
+        login = anonymous.get("/login", params={"next": target})
+        signed = anonymous.post("/login", data={"name": people["rep"], "password": PASSWORD, "next": target,
+                                                "csrf_token": csrf_from(login.text)})
+        assert signed.status_code == 303 and unquote(signed.headers["location"]) == f"/sources/{chunk['node_id']}/text"
+        page = anonymous.get(signed.headers["location"])
+        assert page.status_code == 200 and find(page.text, "section", id=f"section-{chunk['metadata_']['section_id']}")
 
 
 # -- a copy of the demo corpus: files that change on disk, a retired source ------------------------
@@ -249,6 +256,23 @@ def test_the_served_file_is_the_ingested_one_after_the_file_on_disk_changes(chan
     assert report.written == []
     with db.owner.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM source_files")).scalar_one() == kept
+
+
+def test_a_pdf_whose_file_was_not_kept_opens_its_text_and_says_why(changed_site):
+    """A version indexed before files were kept: its text at the cited section, with a notice."""
+    base, clients, db, *_ = changed_site
+    pdfs = [c for c in _chunks(db) if c["source_file"].endswith(".pdf") and c["access_level"] == "public"]
+    chunk = pdfs[-1]
+    assert chunk["source_sha256"] != pdfs[0]["source_sha256"]
+    with db.owner.begin() as conn:
+        conn.execute(text("DELETE FROM source_files WHERE sha256 = :s"), {"s": chunk["source_sha256"]})
+    rep = clients["rep"]
+    opened = rep.get(_open(chunk["node_id"]))
+    path, _, fragment = opened.headers["location"].partition("#")
+    assert opened.status_code == 303 and path.endswith("/text") and fragment == f"section-{chunk['metadata_']['section_id']}"
+    page = rep.get(path)
+    assert page.status_code == 200 and by_class(page.text, "source-not-kept") and not by_class(page.text, "source-file")
+    assert rep.get(path.removesuffix("/text") + "/file").status_code == 404
 
 
 FAQ = "wiki/appeals-faq.md"
@@ -400,3 +424,45 @@ def test_migration_0024_steps_down_and_up_again(make_db, settings):
         assert conn.execute(text("SELECT relforcerowsecurity FROM pg_class WHERE relname = 'source_files'")).scalar_one()
     migrate(command.upgrade, "head")
 
+
+
+def test_start_up_check_refuses_kept_files_without_forced_rls_or_with_app_writes(make_db, settings):
+    from policydesk.storage.security import database_problems
+
+    db = make_db()
+    assert database_problems(db.app) == []
+    with db.owner.begin() as conn:
+        conn.execute(text("ALTER TABLE source_files NO FORCE ROW LEVEL SECURITY"))
+        conn.execute(text(f"GRANT INSERT ON source_files TO {settings.APP_DB_ROLE}"))
+    problems = database_problems(db.app)
+    assert any("not forced on source_files" in p for p in problems), problems
+    assert any("may INSERT source_files" in p for p in problems), problems
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian chromium is not installed")
+def test_in_a_browser_the_citation_link_lands_on_the_cited_section_marked(demo_db, settings, embed_model):
+    """What a rep sees: the link scrolls the version's text to the cited section, which is marked."""
+    from policydesk.pipeline import build_pipeline
+    from policydesk.web.app import create_app
+    from tests import browser_helpers as bh
+
+    chunks = [c for c in _chunks(demo_db) if c["source_file"].endswith(".md") and c["access_level"] == "public"]
+    longest = max({c["source_file"] for c in chunks}, key=lambda f: sum(c["source_file"] == f for c in chunks))
+    last = [c for c in chunks if c["source_file"] == longest][-1]
+    name = f"cite-browser-{uuid.uuid4().hex[:6]}"
+    with Session(demo_db.owner) as session, session.begin():
+        add_user(session, name=name, role="rep", password=bh.PASSWORD)
+    pipeline = build_pipeline(demo_db, settings, embed_model=embed_model, today=date(2026, 11, 29))
+    with bh.served(create_app(settings, db=demo_db, pipeline=pipeline)) as base, bh.chromium() as browser:
+        page = bh.sign_in(browser, base, name)
+        page.set_viewport_size({"width": 1000, "height": 420})
+        page.goto(f"{base}{_open(last['node_id'])}")
+        anchor = f"section-{last['metadata_']['section_id']}"
+        assert page.url.endswith(f"#{anchor}")
+        cited = f"[id='{anchor}']"
+        top = bh.box(page, cited)["y"]
+        assert page.evaluate("window.scrollY") > 0 and 0 <= top < 420 / 2, top
+        assert page.locator(f"{cited} mark").inner_text().split()[:6] == last["text"].split("\n", 1)[1].split()[:6]
+        assert page.locator("section.cited").count() == 1
+        bh.shot(page, "open-source", "markdown-cited-section.png")
