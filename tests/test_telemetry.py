@@ -145,6 +145,25 @@ def test_an_unknown_user_is_a_failed_step_one_named_by_its_code(recorded, pipeli
     assert request.attributes["policydesk.outcome_code"] == "unknown_user"
 
 
+def test_a_telemetry_failure_is_logged_and_the_ask_goes_on(recorded, pipeline, demo_db, settings, staff,
+                                                            monkeypatch, caplog):
+    exporter, telemetry = recorded
+
+    def broken(value):
+        raise RuntimeError("describing failed")
+
+    monkeypatch.setattr("policydesk.ops.telemetry.describe", broken)
+    with caplog.at_level("WARNING", logger="policydesk.ops.telemetry"):
+        result = traced_pipeline(pipeline, demo_db, settings, telemetry).ask(
+            AskRequest(user_name=staff["rep"], question=TIMELY))
+    assert result.answerable and stored_trace(demo_db, result.trace_id)  # answered and traced as ever
+    failed = [r for r in caplog.records if getattr(r, "event", None) == "telemetry_failed"]
+    assert failed and all("RuntimeError" in r.getMessage() for r in failed)
+    retrieve = one(exporter.get_finished_spans(), "policydesk.retrieve")
+    assert "policydesk.nodes.retrieved" not in retrieve.attributes  # what could not be described is missing
+    assert retrieve.attributes["policydesk.step.outcome"] == "passed"
+
+
 def _strings(spans) -> list[str]:
     """Every span name, attribute value and event name and attribute value, as text."""
     out = []

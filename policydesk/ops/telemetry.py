@@ -14,6 +14,8 @@ what the caller typed): a failure is recorded by its class name only (docs/telem
 
 from __future__ import annotations
 
+import functools
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,6 +29,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from policydesk.contract.answer import Abstained, Answered, AskResult, Compared, Failed, Refused
 from policydesk.contract.steps import Context, Retrieved
 from policydesk.storage.clearance import Clearance
+
+log = logging.getLogger(__name__)
 
 # The pipeline's steps, in the order docs/design.md gives them; each is one child of the request span.
 STEPS = ("resolve_role", "refuse_early", "filter", "retrieve", "resolve_versions", "generate", "trace")
@@ -103,6 +107,22 @@ def active_telemetry() -> Telemetry | None:
 
 # -- spans ------------------------------------------------------------------------------------------
 
+def observing(method):
+    """Telemetry only observes: if describing a value fails, the failure is logged (event
+    `telemetry_failed`, the exception's class only) and the request goes on; a method handed a
+    value returns it as if nothing happened."""
+    @functools.wraps(method)
+    def safe(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            log.warning("telemetry: %s failed (%s); the span lacks those attributes", method.__qualname__,
+                        type(exc).__name__, extra={"event": "telemetry_failed"})
+            handed = args[1:] if args and isinstance(args[0], (_Span, _NoSpan)) else args
+            return handed[0] if handed else None
+    return safe
+
+
 class _Span:
     """A span made current for a `with` block; an exception is recorded by its class name only."""
 
@@ -143,6 +163,7 @@ class _Span:
     def _closing(self) -> None:
         pass
 
+    @observing
     def set(self, **values: Any) -> None:
         """Attributes named `policydesk.<key>`; None values are left out."""
         self.span.set_attributes({A + k: v for k, v in values.items() if v is not None})
@@ -158,6 +179,7 @@ class RequestSpan(_Span):
     def _context(self):
         return otel_context.set_value(_TELEMETRY, self._telemetry)
 
+    @observing
     def answered(self, result: AskResult) -> None:
         """What the request came to: role, outcome and code, counts, degraded."""
         self.set(**outcome_attributes(result.outcome) | dict(
@@ -174,6 +196,7 @@ class StepSpan(_Span):
         self.name = A + name
         self._outcome: str | None = None
 
+    @observing
     def decided(self, outcome):
         """This step ended the request with `outcome`; returns it."""
         attributes = outcome_attributes(outcome)
@@ -181,6 +204,7 @@ class StepSpan(_Span):
         self._outcome = attributes["outcome_code"]
         return outcome
 
+    @observing
     def record(self, value):
         """Counts and flags of what the step returned (a Retrieved, Context or Clearance); returns it."""
         self.set(**describe(value))
@@ -296,6 +320,7 @@ def component_span_start(telemetry: Telemetry, name: str, parent, bound_args, in
                                        set_status_on_exception=False)
 
 
+@observing
 def component_span_end(span, bound_args, *, result=None, error: BaseException | None = None) -> None:
     try:
         if error is not None:

@@ -19,6 +19,7 @@ dispatcher and do nothing outside a request (no active draft):
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from typing import Any
 
@@ -33,6 +34,8 @@ from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
 from policydesk.ops.telemetry import active_telemetry, component_span_end, component_span_start
 from policydesk.proof.tracing import current_trace
+
+log = logging.getLogger(__name__)
 
 # "Class.method" of a span (its id without the uuid) -> the trace stage it times.
 SPAN_STAGES = {
@@ -147,9 +150,15 @@ class ComponentSpans(BaseSpanHandler[SimpleSpan]):
         parent = self.open_spans.get(parent_span_id) if parent_span_id else None
         above = parent.metadata["otel"] if parent is not None else None  # None: the current step
         name = component_name(id_, instance)
-        if name is None:
+        span = None
+        if name is not None:
+            try:
+                span = component_span_start(telemetry, name, above, bound_args, instance)
+            except Exception as exc:  # only observing: the component runs, without its span
+                log.warning("telemetry: no span for %s (%s)", name, type(exc).__name__,
+                            extra={"event": "telemetry_failed"})
+        if span is None:
             return SimpleSpan(id_=id_, parent_id=parent_span_id, metadata={"otel": above, "own": False})
-        span = component_span_start(telemetry, name, above, bound_args, instance)
         return SimpleSpan(id_=id_, parent_id=parent_span_id, metadata={"otel": span, "own": True})
 
     def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
