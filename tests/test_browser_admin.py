@@ -127,6 +127,8 @@ def test_admin_walkthrough_in_browser(browser, site):
     page.wait_for_selector("table.refused")
     assert "1 refused" in page.inner_text(".last-sync") and admin in page.inner_text(".last-sync")
     assert "1 failed their checks" in page.inner_text(".admin-done.admin-warn[role=alert]")  # not shown as success
+    success_bg = "rgb(236, 246, 239)"  # --good-bg, the colour of a plain "done"
+    assert page.eval_on_selector(".admin-done", "e => getComputedStyle(e).backgroundColor") != success_bg
     refused = page.inner_text("table.refused")
     assert "beta.md" in refused and "empty file (0 bytes)" in refused
     assert "changed on disk, not synced" in page.inner_text("tr[data-doc-id='WIKI-BETA']")
