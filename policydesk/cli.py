@@ -281,7 +281,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
                    "proxy, name it, or every user shares the proxy's sign-in throttle counter.")] = None,
           workers: Annotated[int, typer.Option(
               "--workers", min=1, envvar="POLICYDESK_SERVE_WORKERS",
-              help="Worker processes (each loads its own embedding model, ~0.7 GB). Sessions, sign-in "
+              help="Worker processes (each loads its own embedding model: ~0.45 GB resident per worker, "
+                   "measured in docs/deploy.md). Sessions, sign-in "
                    "throttling, rate limits and the trace chain live in Postgres, so every worker "
                    "agrees; more than one uses more than one core.")] = 1) -> None:
     """Serve the web app."""
@@ -295,13 +296,20 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
 
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
-    options = dict(host=host, port=port, log_config=log_config(settings.LOG_LEVEL), **proxy_options(forwarded_allow_ips))
+    options = dict(host=host, port=port, log_config=log_config(settings.LOG_LEVEL), **proxy_options(forwarded_allow_ips),
+                   timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS)
     if workers > 1:  # each worker process builds the app from the same settings (environment)
         uvicorn.run("policydesk.web.app:app_from_settings", factory=True, workers=workers, **options)
     else:
         from policydesk.web.app import create_app
 
         uvicorn.run(create_app(settings), **options)
+
+
+# uvicorn's supervisor kills a worker that does not answer its ping, and a restarted worker that has
+# not finished start-up, within this many seconds (its default, 5, is shorter than a worker's start:
+# model, classifier, warm-up; on a loaded host one missed ping became a restart loop, docs/deploy.md).
+WORKER_HEALTHCHECK_SECONDS = 180
 
 
 def proxy_options(forwarded_allow_ips: Optional[str]) -> dict:
