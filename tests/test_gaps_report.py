@@ -152,3 +152,81 @@ def test_paraphrases_cluster_and_identifiers_are_not_quoted(embed_model):
     assert all("CVM12345678" not in c.representative and all("CVM12345678" not in e for e in c.examples)
                for c in clusters)
     assert any(c.representative.startswith("What is on the cafeteria") for c in clusters)
+
+
+# -- who an unanswered question is charged to (issue 51) -------------------------------------------
+UNRELATED = "Does the plan cover acupuncture for chronic back pain?"  # no source covers it
+NAMED = "Does the Hospice and Palliative Care policy cover acupuncture?"  # names a source that is silent
+CLOSE = "How soon can a prescription be refilled?"  # a source's subject; asked without the product it needs
+
+
+@pytest.fixture(scope="module")
+def asked(make_db, settings, embed_model):
+    """A rep asks on a demo copy: the three questions go unanswered, each for its own reason."""
+    from sqlalchemy.orm import Session
+
+    from policydesk.accounts.users import add_user
+    from policydesk.contract.answer import AskRequest
+    from policydesk.pipeline import build_pipeline
+    from tests.conftest import WEB_TODAY
+    from tests.web_helpers import PASSWORD
+
+    db = make_db(demo=True)
+    name = f"gaps-rep-{uuid.uuid4().hex[:6]}"
+    with Session(db.owner) as session, session.begin():
+        add_user(session, name=name, role="rep", password=PASSWORD)
+    pipeline = build_pipeline(db, settings, embed_model=embed_model, today=WEB_TODAY)
+    results = {q: pipeline.ask(AskRequest(user_name=name, question=q)) for q in (UNRELATED, NAMED, CLOSE)}
+    return db, results
+
+
+def _today_report(db, embed_model, role="compliance", **kwargs):
+    today = datetime.now(timezone.utc).date()
+    return gaps_report(db, clearance_for(role), start=today, end=today, today=today, embed_model=embed_model, **kwargs)
+
+
+def _owner_of(db, doc_id):
+    with db.owner.connect() as conn:
+        return conn.execute(text("SELECT owner FROM document_versions WHERE doc_id = :d LIMIT 1"), {"d": doc_id}).scalar_one()
+
+
+def test_an_unanswerable_question_is_charged_to_no_owner_but_is_in_the_unanswered_groups(asked, embed_model):
+    db, results = asked
+    assert all(not r.answerable and not r.refused for r in results.values())
+    ranked = [c.split(":", 1)[0] for c in results[UNRELATED].context_ids]
+    assert "POL-HOS" in ranked  # an unrelated source still ranked into its context
+    report = _today_report(db, embed_model)
+    assert report.totals.not_answered == 3 and report.unclaimed == 1
+    hospice = next(s for s in report.sources if s.doc_id == "POL-HOS")
+    assert hospice.counts.not_answered == 1  # the question naming it, not the unrelated one
+    group = next(c for c in report.clusters if UNRELATED in [c.representative, *c.examples])
+    assert group.unclaimed >= 1
+    # The hospice owner's own view: the question naming their source, never the unrelated one.
+    mine = _today_report(db, embed_model, owner=_owner_of(db, "POL-HOS"))
+    quoted = [q for c in mine.clusters for q in (c.representative, *c.examples)]
+    assert NAMED in quoted and UNRELATED not in quoted
+    assert (mine.totals.asked, mine.totals.not_answered) == (1, 1)
+
+
+def test_a_question_close_to_a_source_by_similarity_is_charged_to_its_owner(asked, embed_model):
+    db, results = asked
+    report = _today_report(db, embed_model)
+    close_docs = {s.doc_id for s in report.sources if s.counts.not_answered and s.doc_id != "POL-HOS"}
+    assert close_docs and {_owner_of(db, d) for d in close_docs} == {_owner_of(db, "POL-RXS-COM")}
+    # Raise the level above every similarity: only naming is left, and the question is no one's.
+    strict = _today_report(db, embed_model, min_similarity=1.01)
+    assert {s.doc_id for s in strict.sources if s.counts.not_answered} == {"POL-HOS"} and strict.unclaimed == 2
+
+
+def test_without_a_model_only_naming_counts_and_the_page_says_so(asked, settings, embed_model):
+    db, _ = asked
+    report = _today_report(db, None)
+    assert report.min_similarity is None
+    assert {s.doc_id for s in report.sources if s.counts.not_answered} == {"POL-HOS"}
+    assert sorted(c.representative for c in report.clusters) == sorted([UNRELATED, NAMED, CLOSE])
+    from policydesk.reports.tables import report_view
+    from policydesk.web.templating import TEMPLATES
+
+    html = TEMPLATES.get_template("reports/gaps_document.html").render(**report_view(report), form={"owner": ""},
+                                                                       standalone=True, css="")
+    assert "no embedding model was at hand" in html

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import shutil
@@ -30,7 +31,7 @@ from policydesk.accounts.access import clearance_for
 from policydesk.storage.models import AuditEntry
 from policydesk.accounts.users import add_user
 from tests.conftest import CORPUS, WEB_TODAY
-from tests.web_helpers import PASSWORD, find, sign_in
+from tests.web_helpers import PASSWORD, find, parse, sign_in
 from tests.cli_helpers import run_cli
 
 APPEAL_QUESTION = "Can members send an appeal by email?"
@@ -260,3 +261,30 @@ def test_a_citation_the_viewer_may_not_read_is_never_listed(edited):
     sup = impact_rows(db, clearance_for("supervisor"), start=today, end=today)
     assert str(tid) not in {r.trace_id for r in sup}
     assert str(edited["asked"]["rep_appeal"].trace_id) in {r.trace_id for r in sup}
+
+
+def test_a_one_sentence_edit_shows_one_sentence_removed_one_added_and_the_rest_unchanged(edited, clients):
+    """The FAQ edit changed one sentence of its section: the diff says so, sentence by sentence,
+    in the JSON lines and on the page, instead of the whole paragraph replaced."""
+    yesterday = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
+    out = _cli(edited["db"], "report", "impact", "--since", yesterday, "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    rep_trace = str(edited["asked"]["rep_appeal"].trace_id)
+    record = next(json.loads(line) for line in out.stdout.splitlines() if json.loads(line)["trace_id"] == rep_trace)
+    lines = record["diff"].splitlines()
+    removed = [line[2:] for line in lines if line.startswith("- ")]
+    added = [line[2:] for line in lines if line.startswith("+ ")]
+    same = [line[2:] for line in lines if line.startswith("  ")]
+    assert len(removed) == 1 and removed[0].startswith(OLD_SENTENCE)
+    assert len(added) == 1 and added[0].startswith(NEW_SENTENCE)
+    assert len(same) >= 2 and len(same) + 2 == len(lines)
+    assert any(s.startswith("Members cannot send an appeal by email") for s in same)
+    page = clients["compliance"].get("/reports/impact", params={"since": yesterday})
+    elements = parse(page.text).elements
+    start = next(i for i, e in enumerate(elements) if e["tag"] == "tr" and e["attrs"].get("data-trace-id") == rep_trace)
+    row = list(itertools.takewhile(lambda e: e["tag"] != "tr", elements[start + 1:]))  # this answer's row only
+    items = [e for e in row if e["tag"] == "li" and e["attrs"].get("class") in ("removed", "added", "same")]
+    kinds = [li["attrs"]["class"] for li in items]
+    assert kinds.count("removed") == 1 and kinds.count("added") == 1 and kinds.count("same") == len(same)
+    assert OLD_SENTENCE in next(li["text"] for li in items if li["attrs"]["class"] == "removed")
+    assert NEW_SENTENCE in next(li["text"] for li in items if li["attrs"]["class"] == "added")

@@ -5,8 +5,8 @@ the ranking reached, first to last. Ranking first does not make a source relevan
 source covers still ranks something first. So such a question is charged to a source in its
 context only when that source came close:
 
-- the question names it (`reading.language.names_source`, the rule the pipeline uses: its code,
-  most of its own title words, or a title word nothing else in the context uses), or
+- the question names it (`reading.language.names_source`, the rule the pipeline uses: the code in
+  its title, or most of the title words no other source in the context shares), or
 - the question's dense similarity to one of the source's chunks in context is at or above
   `min_similarity` (settings.GAP_MIN_SIMILARITY, measured in its comment and docs/reports.md).
 
@@ -19,7 +19,7 @@ Without an embedding model only the naming rule applies, and the report says so.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sqlalchemy import any_, cast, select, Text
@@ -59,9 +59,10 @@ def close_sources(db, clearance: Clearance, asks: Sequence[tuple[str, Sequence[s
         docs = list(dict.fromkeys(chunks[c][0] for c in readable))
         close = []
         for doc in docs:
-            others = [titles[d] for d in docs if d != doc]
-            other_text = " ".join(chunks[c][1] for c in readable if chunks[c][0] != doc)
-            if names_source(question, titles[doc], others, other_text):
+            # The naming rule's code and most-of-the-title tests. Its third (one title word nothing
+            # else in play uses) is off: the question passed as the other text leaves no word
+            # unused. With only a context's few sources in play one common title word would do.
+            if names_source(question, titles[doc], [titles[d] for d in docs if d != doc], question):
                 close.append(doc)
             elif vectors is not None and max((float(vectors[n] @ chunks[c][2]) for c in readable
                                               if chunks[c][0] == doc and chunks[c][2] is not None),
@@ -71,7 +72,7 @@ def close_sources(db, clearance: Clearance, asks: Sequence[tuple[str, Sequence[s
     return out
 
 
-def _question_vectors(questions: Iterable[str], embed_model) -> list[np.ndarray]:
+def _question_vectors(questions: Sequence[str], embed_model) -> list[np.ndarray]:
     # The query embedding: what retrieval compared the question with when it was asked.
     seen: dict[str, np.ndarray] = {}
     for q in questions:

@@ -49,7 +49,10 @@ def owner_chart(owners: dict[str, Counts], *, width: int = 640, row: int = 22) -
     if not owners:
         return Markup("")
     peak = max(c.asked for c in owners.values()) or 1
-    label_w, bar_area = 200, width - 260
+    # Room for the longest owner name at 12 px (about 7 px a character), within reason: a longer
+    # name is cut at the chart's edge rather than squeezing the bars away.
+    label_w = min(320, max(120, 7 * max(len(o) for o in owners) + 12))
+    bar_area = width - label_w - 60
     out = [f'<svg class="chart" role="img" viewBox="0 0 {width} {row * len(owners) + 4}" width="100%" '
            'aria-label="Questions per source owner">']
     for i, (owner, c) in enumerate(owners.items()):

@@ -18,6 +18,7 @@ import csv
 import difflib
 import io
 import json
+import re
 from dataclasses import asdict, dataclass
 from datetime import date, timezone
 
@@ -26,6 +27,7 @@ from sqlalchemy import select
 from policydesk.proof import disputes
 from policydesk.accounts.access import Clearance
 from policydesk.ingest.chunks import sha256_text
+from policydesk.reading.language import sentences
 from policydesk.reports.gaps import period_bounds
 from policydesk.storage import sources
 from policydesk.storage.models import Trace
@@ -54,11 +56,16 @@ class ImpactRow:
     old_sha256: str | None
     new_sha256: str | None  # None: the section is no longer indexed
     applies_now: int | None  # the version that applies on used_date now
-    diff: str | None  # unified diff, stored text -> current text
+    diff: str | None  # sentence diff, stored text -> current text: one "  " / "- " / "+ " line per sentence
     replay_url: str
 
     def record(self) -> dict:
         return asdict(self)
+
+    @property
+    def diff_lines(self) -> list[tuple[str, str]]:
+        """(mark, sentence) per line of `diff`: " " unchanged, "-" only as cited, "+" only indexed now."""
+        return [(line[0], line[2:]) for line in (self.diff or "").splitlines()]
 
 
 def used_date(trace: Trace, doc_id: str) -> date:
@@ -85,9 +92,28 @@ def _current_texts(db, clearance: Clearance, chunk_ids: set[str]) -> dict[str, s
         return {c: sources.chunk_text(session, chunk_id=c, clearance=clearance) for c in sorted(chunk_ids)}
 
 
+# A line break inside a paragraph is wrapping, not a sentence end: it is joined when the line
+# before ends no sentence or lead-in (. ! ? :) and the next line goes on in lower case or with a
+# number that opens no list item. A heading (no final stop, a capital after it) keeps its break.
+_WRAP = re.compile(r"(?<![.!?:\n])[ \t]*\n[ \t]*(?=[a-z]|\d+(?![.)\d]))")
+
+
+def sentence_diff(old: str, new: str | None) -> list[tuple[str, str]]:
+    """The cited text against the text indexed now, sentence by sentence (the product's splitter),
+    so a one-sentence edit is one removed and one added sentence among unchanged ones. Whitespace
+    is folded: a re-wrapped line is not a change."""
+    a, b = ([" ".join(x.split()) for x in sentences(_WRAP.sub(" ", t or ""))] for t in (old, new))
+    out: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += [(" ", x) for x in a[i1:i2]]
+        else:
+            out += [("-", x) for x in a[i1:i2]] + [("+", x) for x in b[j1:j2]]
+    return out
+
+
 def _diff(old: str, new: str | None) -> str:
-    return "\n".join(difflib.unified_diff(old.splitlines(), (new or "").splitlines(), "as cited", "indexed now",
-                                          lineterm=""))
+    return "\n".join(f"{mark} {sentence}" for mark, sentence in sentence_diff(old, new))
 
 
 def impact_rows(db, clearance: Clearance, *, start: date, end: date) -> list[ImpactRow]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 
 from policydesk.reports.charts import daily_chart, owner_chart
-from policydesk.reports.gaps import ABSTAIN_KINDS, NO_PRODUCT, Counts, GapsReport
+from policydesk.reports.gaps import ABSTAIN_KINDS, NO_PRODUCT, Counts, GapsReport, SourceRow
 
 REFUSAL_KINDS = ("member_identifier", "claim_action", "out_of_scope", "no_version_in_force", "postflight",
                  "empty_question", "question_too_long")
@@ -43,7 +44,26 @@ def report_csv(report: GapsReport) -> str:
     return buf.getvalue()
 
 
+@dataclass(frozen=True)
+class OwnerGroup:
+    """One owner's sources on the page: the owner named once, over their sources' rows."""
+    owner: str
+    counts: Counts  # the owner's questions, each once however many of their sources it reached
+    sources: list[SourceRow]
+
+
+def owner_groups(report: GapsReport) -> list[OwnerGroup]:
+    """Sources with a question or a conflict in the period, grouped by owner, owners by name."""
+    shown: dict[str, list[SourceRow]] = {}
+    for s in report.sources:  # already ordered: most not answered first
+        if s.counts.asked or s.counts.conflicts:
+            shown.setdefault(s.owner, []).append(s)
+    return [OwnerGroup(o, report.owners.get(o, Counts()), shown[o]) for o in sorted(shown)]
+
+
 def report_view(report: GapsReport) -> dict:
     """What the gaps templates show (the page and the standalone document alike)."""
-    return {"report": report, "rows": report_rows(report), "daily_chart": daily_chart(report.daily),
-            "owner_chart": owner_chart(report.owners)}
+    products = ({p or "no line of business chosen": c for p, c in report.products.items()}
+                if any(p != NO_PRODUCT for p in report.products) else {})
+    return {"report": report, "rows": report_rows(report), "groups": owner_groups(report), "products": products,
+            "daily_chart": daily_chart(report.daily), "owner_chart": owner_chart(report.owners)}
