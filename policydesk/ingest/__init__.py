@@ -1,5 +1,6 @@
 """Ingestion: manifest validation, format readers, sections, token-bounded chunks, PHI screening,
-one-transaction ingest, staleness check."""
+one-transaction ingest, staleness check, sync (each leaving an audit row with what it refused),
+and the sources overview the admin page reads (`overview`)."""
 
 from policydesk.ingest.errors import IngestError, IngestRefused
 from policydesk.ingest.ingest import IngestReport, ingest_directory, plan_directory
