@@ -466,3 +466,62 @@ def test_in_a_browser_the_citation_link_lands_on_the_cited_section_marked(demo_d
         assert page.locator(f"{cited} mark").inner_text().split()[:6] == last["text"].split("\n", 1)[1].split()[:6]
         assert page.locator("section.cited").count() == 1
         bh.shot(page, "open-source", "markdown-cited-section.png")
+
+
+# -- files made here: a long multi-page PDF cut into several chunks, and an HTML page -------------
+
+def test_every_chunk_of_a_multi_page_pdf_names_the_pages_its_words_are_on(tmp_path, settings):
+    """Each chunk's opening words are on its page_start and its closing words on its page_end, for
+    a long section cut into parts that start and end mid-page and run across page breaks."""
+    from policydesk.ingest import plan_directory
+    from tests.ingest_fixtures import build
+
+    root = build(tmp_path / "fixtures")
+    _, planned = plan_directory(root, settings)
+    [imaging] = [p for p in planned if p.source.file == "policies/imaging.pdf"]
+    content = (root / "policies/imaging.pdf").read_bytes()
+    from pypdf import PdfReader
+
+    pages = len(PdfReader(io.BytesIO(content)).pages)
+    assert pages >= 3
+    spans = set()
+    for chunk in imaging.chunks:
+        start, end = chunk.pages
+        body = _words(chunk.text.split("\n", 1)[1])
+        assert 1 <= start <= end <= pages
+        assert _contains(_pdf_page_words(content, start), body[:6]), (chunk.key, start)
+        assert _contains(_pdf_page_words(content, end), body[-6:]), (chunk.key, end)
+        spans.add((start, end))
+    assert any(s != e for s, e in spans) and any(s >= 2 for s, _ in spans), spans
+    # Other formats carry no pages.
+    assert all(c.pages is None for p in planned if not p.source.file.endswith(".pdf") for c in p.chunks)
+
+
+def test_an_html_citation_opens_its_text_at_the_section(make_db, settings, embed_model, tmp_path):
+    from policydesk.ingest import ingest_directory
+    from policydesk.pipeline import build_pipeline
+    from policydesk.web.app import create_app
+    from tests.ingest_fixtures import build
+
+    db = make_db()
+    root = build(tmp_path / "fixtures")
+    ingest_directory(db, root, embed_model, settings)
+    people = _add_people(db, "cite-html")
+    chunk = next(c for c in _chunks(db) if c["source_file"].endswith(".html") and ":" not in c["metadata_"]["section_id"]
+                 and c["metadata_"]["section"] != c["metadata_"]["title"])
+    pipeline = build_pipeline(db, settings, embed_model=embed_model, today=date(2026, 11, 29))
+    with served(create_app(settings, db=db, pipeline=pipeline)) as site:
+        rep = _client(site.url, people["rep"])
+        opened = rep.get(_open(chunk["node_id"]))
+        path, _, fragment = opened.headers["location"].partition("#")
+        assert opened.status_code == 303 and fragment == f"section-{chunk['metadata_']['section_id']}"
+        page = rep.get(path)
+        [section] = find(page.text, "section", id=fragment)
+        assert "cited" in section["attrs"]["class"].split()
+        assert _contains(_words(section["text"]), _body_words(chunk))
+        # The HTML file itself is only ever a download, never a page of this site.
+        raw = rep.get(path.removesuffix("/text") + "/file")
+        assert raw.status_code == 200 and raw.headers["content-disposition"].startswith("attachment")
+        assert raw.headers["content-type"] == "application/octet-stream"
+        assert raw.content == (root / chunk["source_file"]).read_bytes()
+        rep.close()
