@@ -246,3 +246,83 @@ def test_a_restore_by_another_login_than_the_tables_owner_is_refused(source):
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"belong to the login {owner}" in done.stderr and "Nothing was changed" in done.stderr
     assert _holds(url) == []
+
+
+# -- managed-shaped clusters: an owner login without superuser, `vector` made by the administrator --
+
+def _visible_chunks(db, role: str) -> int:
+    with permitted_scope(clearance_for(role)), db.app.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM data_chunks")).scalar_one()
+
+
+@pytest.fixture(scope="module")
+def managed_source(tmp_path_factory, embed_model):
+    """The demo corpus and a trace on a managed-shaped cluster (policydesk/storage/managed.py), backed up."""
+    from policydesk.config import Settings
+    from policydesk.ingest import ingest_directory
+    from policydesk.ops.runtime import open_migrated
+    from policydesk.pipeline import build_pipeline
+    from policydesk.storage.managed import start_managed_cluster
+
+    cluster = start_managed_cluster(tmp_path_factory.mktemp("managed-a"))
+    settings = Settings(DATA_DIR=tmp_path_factory.mktemp("managed-a-data"), ENVIRONMENT="test", _env_file=None,
+                        DATABASE_URL=cluster.database_url)
+    db = open_migrated(settings)
+    ingest_directory(db, CORPUS, embed_model, settings)
+    with Session(db.owner) as session, session.begin():
+        add_user(session, name="m-rep", role="rep", password="x" * 16)
+    build_pipeline(db, settings, embed_model=embed_model, today=date(2026, 11, 29)).ask(
+        AskRequest(user_name="m-rep", question=QUESTIONS[0]))
+    dump = tmp_path_factory.mktemp("managed-dump") / "managed.dump"
+    env = dict(os.environ, DATABASE_URL=cluster.database_url, POLICYDESK_DATA_DIR=str(settings.DATA_DIR))
+    done = run_cli("backup", str(dump), env=env)
+    assert done.returncode == 0, done.stderr
+    with db.owner.connect() as conn:
+        contents = read_contents(conn)
+    yield {"cluster": cluster, "db": db, "dump": dump, "contents": contents, "env": env}
+    db.dispose()
+    cluster.stop()
+
+
+def test_a_managed_backup_restores_on_another_managed_cluster_without_its_app_login(managed_source, tmp_path):
+    """A second cluster as a new managed service gives it: the owner login, `vector` in template1, no
+    application login yet. The restore creates the login NOBYPASSRLS, the chains verify, RLS binds."""
+    from policydesk.storage.managed import start_managed_cluster
+
+    other = start_managed_cluster(tmp_path / "managed-b")
+    try:
+        admin = create_engine(other.admin_url)
+        with admin.connect() as conn:
+            assert conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = 'policydesk_app'")).first() is None
+        env = dict(managed_source["env"], DATABASE_URL=other.database_url, POLICYDESK_DATA_DIR=str(tmp_path / "data"))
+        done = run_cli("restore", str(managed_source["dump"]), env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "both chains hold" in done.stdout
+        with admin.connect() as conn:
+            login = conn.execute(text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = 'policydesk_app'")).one()
+        admin.dispose()
+        assert tuple(login) == (False, False)
+        from policydesk.config import Settings
+
+        db = open_database(Settings(DATA_DIR=tmp_path / "data", ENVIRONMENT="test", _env_file=None,
+                                    DATABASE_URL=other.database_url))
+        try:
+            with db.owner.connect() as conn:
+                assert read_contents(conn) == managed_source["contents"]
+            assert 0 < _visible_chunks(db, "rep") == _visible_chunks(managed_source["db"], "rep") \
+                < _visible_chunks(db, "compliance")
+        finally:
+            db.dispose()
+    finally:
+        other.stop()
+
+
+def test_replace_works_for_an_owner_login_without_superuser(managed_source):
+    """--replace over the managed database itself: its own objects are dropped (the administrator's
+    `vector` stays) and the backup comes back, all in one transaction."""
+    done = run_cli("restore", str(managed_source["dump"]), "--replace", env=managed_source["env"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    with managed_source["db"].owner.connect() as conn:
+        assert read_contents(conn) == managed_source["contents"]
+        assert conn.execute(text("SELECT extowner::regrole::text FROM pg_extension WHERE extname = 'vector'")
+                            ).scalar_one() == "postgres"

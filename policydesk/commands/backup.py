@@ -2,7 +2,7 @@
 
 None of them runs the start-up migrations first: a backup holds the schema as it was, a restore
 writes into an empty database, and a rollback must not be undone by the command that does it
-(policydesk/storage/backup.py, policydesk/storage/migrate.py; docs/backup.md).
+(policydesk/storage/backup.py, restore.py and migrate.py; docs/backup.md).
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def restore(file: Path,
             pg_bin: PgBin = None) -> None:
     """Restore FILE into the configured (empty) database, creating it if missing; then verify the
     chains, row-level security and the contents against FILE.json. Exit 1 if any check fails."""
-    from policydesk.storage.backup import BackupError, create_empty_database, restore as run_restore
+    from policydesk.storage.backup import BackupError
+    from policydesk.storage.restore import create_empty_database, restore as run_restore
     from policydesk.storage.engine import owner_url
     from policydesk.storage.migrate import head_revision
 
