@@ -19,8 +19,18 @@ import pytest
 from sqlalchemy.orm import Session
 
 from policydesk.accounts.users import add_user
-from tests.browser_helpers import (PASSWORD, assert_left_of, assert_same_row, assert_within, box, chromium,
-                                   needs_chromium, served, shot, sign_in)
+from tests.browser_helpers import (
+    PASSWORD,
+    assert_left_of,
+    assert_same_row,
+    assert_within,
+    box,
+    chromium,
+    needs_chromium,
+    served,
+    shot,
+    sign_in,
+)
 from tests.stored_chunks import V2_QUOTE
 from tests.test_plan_server import Script, _handler, answer
 from tests.web_helpers import csrf_from
