@@ -199,6 +199,22 @@ def test_no_span_carries_the_question_answer_user_member_id_or_source_text(recor
     assert read and [s for s in strings if len(s) >= 20 and any(s in t for t in read)] == []
 
 
+def test_a_subject_above_clearance_and_a_made_up_one_leave_the_same_spans(recorded, pipeline, demo_db, settings,
+                                                                         staff):
+    # tests/test_topic_oracle.py's first pair: the topic gate must not show in the spans either.
+    exporter, telemetry = recorded
+    asker = traced_pipeline(pipeline, demo_db, settings, telemetry)
+    shapes = []
+    for question in ("What does the fraud referral procedure say?", "What does the fitness referral procedure say?"):
+        exporter.clear()
+        result = asker.ask(AskRequest(user_name=staff["rep"], question=question))
+        assert result.abstain_code == "not_answered"
+        codes = ("policydesk.step.outcome", "policydesk.outcome", "policydesk.outcome_code")
+        shapes.append([(s.name, sorted(s.attributes), [s.attributes.get(c) for c in codes])
+                       for s in sorted(exporter.get_finished_spans(), key=lambda s: s.start_time)])
+    assert shapes[0] == shapes[1]
+
+
 # -- the web app: traceparent in, traceresponse out ------------------------------------------------
 
 def test_the_api_honours_traceparent_and_names_the_trace(recorded, pipeline, demo_db, settings, staff):

@@ -348,7 +348,9 @@ def _result_counts(bound_args, result) -> dict[str, Any]:
                 "versions_applied": len(report.applied), "versions_swapped": len(report.swaps),
                 "conflicts": len(report.conflicts), "held_back": report.held_back is not None}
     if hasattr(result, "failed_closed"):  # the synthesizer's outcome
-        return {"answered": result.answer is not None, "failed_closed": result.failed_closed,
+        # Not whether it drafted an answer: one drafted and then withheld for a subject above the
+        # caller's clearance must read like a question the sources don't answer (docs/design.md).
+        return {"failed_closed": result.failed_closed,
                 "attempts": len(result.attempts), "nodes.dropped": len(result.dropped),
                 "context_nodes": len(result.context), "tokens.input": result.tokens_in,
                 "tokens.output": result.tokens_out}
