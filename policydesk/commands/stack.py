@@ -5,7 +5,7 @@ at the pooler, from one command; Ctrl-C or SIGTERM stops all three.
 The shape is production's (docs/deploy.md): the app reaches Postgres only through PgBouncer, with
 psycopg's prepared statements off. PgBouncer is Debian's `pgbouncer` (found on PATH or in
 /usr/sbin); it listens on loopback by default and asks every client for a password (SCRAM): the
-owner's is new at each start and written, with the URL, to DATA_DIR/stack/env (mode 600) for
+owner's is new at each start (unless given) and written, with the URL, to DATA_DIR/stack/env (mode 600) for
 admin commands (`users add`, `ingest`, `traces verify`).
 """
 
@@ -66,23 +66,26 @@ def pgbouncer_binary() -> str | None:
 def pgbouncer_ini(*, socket_dir: str, directory: Path, listen: str, port: int, pool_size: int,
                   max_client_conn: int) -> str:
     """Transaction pooling for the one database. Every setting PolicyDesk makes is per transaction,
-    so no reset query is needed between clients; psycopg sends extra_float_digits at connect."""
+    so no reset query is needed between clients; psycopg sends extra_float_digits at connect. The
+    owner may open PgBouncer's console (database `pgbouncer`: SHOW POOLS, SHOW CLIENTS)."""
     return (f"[databases]\n{DATABASE} = host={socket_dir} port=5432 dbname={DATABASE}\n\n"
             f"[pgbouncer]\nlisten_addr = {listen}\nlisten_port = {port}\nunix_socket_dir =\n"
             f"auth_type = scram-sha-256\nauth_file = {directory / 'userlist.txt'}\n"
             f"pool_mode = transaction\ndefault_pool_size = {pool_size}\nmax_client_conn = {max_client_conn}\n"
             f"logfile = {directory / 'pgbouncer.log'}\npidfile = {directory / 'pgbouncer.pid'}\n"
-            "server_reset_query =\nignore_startup_parameters = extra_float_digits\n")
+            f"admin_users = {OWNER}\nserver_reset_query =\nignore_startup_parameters = extra_float_digits\n")
 
 
 def start_pooler(server, directory: Path, settings: Settings, *, listen: str, port: int, pool_size: int,
-                 max_client_conn: int, seconds: float = 30) -> Pooler:
+                 max_client_conn: int, owner_password: str | None = None, seconds: float = 30) -> Pooler:
     binary = pgbouncer_binary()
     if binary is None:
         _fail("PgBouncer is not installed: install Debian's `pgbouncer` (apt-get install pgbouncer)")
     socket_dir = parse_qs(urlparse(server.get_uri()).query)["host"][0]
     directory.mkdir(parents=True, exist_ok=True)
-    owner_password = secrets.token_urlsafe(24)
+    owner_password = owner_password or secrets.token_urlsafe(24)
+    if '"' in owner_password:
+        _fail("the owner password may not contain a double quote (PgBouncer's auth file quotes it)")
     userlist = directory / "userlist.txt"
     userlist.write_text(f'"{OWNER}" "{owner_password}"\n'
                         f'"{settings.APP_DB_ROLE}" "{settings.APP_DB_PASSWORD.get_secret_value()}"\n')
@@ -152,6 +155,10 @@ def stack(
     forwarded_allow_ips: Annotated[Optional[str], typer.Option(
         "--forwarded-allow-ips", envvar="POLICYDESK_FORWARDED_ALLOW_IPS",
         help="Passed to `serve`: the reverse proxy's addresses.")] = None,
+    owner_password: Annotated[Optional[str], typer.Option(
+        "--owner-password", envvar="POLICYDESK_STACK_OWNER_PASSWORD", show_default=False,
+        help="The owner login's password at PgBouncer; default a new random one per start, written "
+             "to DATA_DIR/stack/env. Set it when another container must log in (deploy/policydesk-pod.yaml).")] = None,
     serve_app: Annotated[bool, typer.Option("--serve/--no-serve", help="--no-serve: Postgres and PgBouncer only.")] = True,
 ) -> None:
     """Postgres (embedded, pgvector), PgBouncer (transaction mode), migrations once, and `serve`
@@ -173,7 +180,7 @@ def stack(
         server = embedded_server(data_dir, settings.EMBEDDED_SHARED_BUFFERS)
         create_database(settings, DATABASE)
         pooler = start_pooler(server, directory, settings, listen=pooler_host, port=pooler_port,
-                              pool_size=pool_size, max_client_conn=max_client_conn)
+                              pool_size=pool_size, max_client_conn=max_client_conn, owner_password=owner_password)
         env_file = _write_env(directory, pooler, pooler_host)
         pooled = settings.model_copy(update={"DATABASE_URL": SecretStr(pooler.url()), "DB_PREPARED_STATEMENTS": False})
         open_migrated(pooled).dispose()  # once, here, before any worker starts
