@@ -14,7 +14,7 @@ import uuid
 from datetime import date, datetime, timezone
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.orm import Session
 
 from policydesk.accounts.access import clearance_for
@@ -326,3 +326,14 @@ def test_replace_works_for_an_owner_login_without_superuser(managed_source):
         assert read_contents(conn) == managed_source["contents"]
         assert conn.execute(text("SELECT extowner::regrole::text FROM pg_extension WHERE extname = 'vector'")
                             ).scalar_one() == "postgres"
+
+
+def test_a_restore_whose_app_login_cannot_connect_says_so(managed_source):
+    """Restored, but the configured password is not the existing login's: exit 1 naming the setting
+    (the login is left as the server has it), not a database outage."""
+    url = make_url(managed_source["cluster"].database_url).set(database=_fresh_name())
+    env = dict(managed_source["env"], DATABASE_URL=url.render_as_string(hide_password=False),
+               POLICYDESK_APP_DB_PASSWORD="not-the-app-password")
+    done = run_cli("restore", str(managed_source["dump"]), env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "restored" in done.stdout and "POLICYDESK_APP_DB_PASSWORD" in done.stderr

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine
+from sqlalchemy.exc import DBAPIError
 
 from policydesk.storage.backup import (BackupError, Contents, Tools, last_lines, libpq_target, postgres_tools,
                                        read_contents, read_manifest, server_major, what_it_holds)
@@ -79,7 +80,12 @@ def restore(owner: Engine, app: Engine, file: Path, *, app_role: str, app_passwo
             result.chains.append(f"{table}: {report.rows} rows verify")
         else:
             result.problems.append(f"{table}: chain BROKEN at {report.broken}")
-    result.problems += database_problems(app)
+    try:
+        result.problems += database_problems(app)
+    except DBAPIError as exc:  # restored, but the application login cannot connect as configured
+        result.problems.append(f"the application login could not connect to the restored database "
+                               f"({str(exc.orig or exc).strip().splitlines()[0]}): check POLICYDESK_APP_DB_PASSWORD "
+                               "against the login's password on this server")
     if expected is not None:
         result.problems += [f"differs from the backup's manifest: {d}" for d in expected.differences(contents)]
     return result
