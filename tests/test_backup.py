@@ -337,3 +337,16 @@ def test_a_restore_whose_app_login_cannot_connect_says_so(managed_source):
     done = run_cli("restore", str(managed_source["dump"]), env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "restored" in done.stdout and "POLICYDESK_APP_DB_PASSWORD" in done.stderr
+
+
+def test_a_restore_onto_a_new_embedded_server_needs_no_database_url(source, tmp_path):
+    """No DATABASE_URL: the embedded Postgres under a new POLICYDESK_DATA_DIR (a new machine) is
+    started, its default database restored into, and `traces verify` then passes there."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["POLICYDESK_DATA_DIR"] = str(tmp_path / "new-machine")
+    done = run_cli("restore", str(source["dump"]), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "both chains hold" in done.stdout
+    verified = run_cli("traces", "verify", env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"traces: {source['contents'].rows['traces']} rows verify" in verified.stdout

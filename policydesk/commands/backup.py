@@ -76,6 +76,8 @@ def restore(file: Path,
         _fail(f"{file}: no such file")
     target = owner_url(settings.database_url, settings.DATA_DIR, database,
                        shared_buffers=settings.EMBEDDED_SHARED_BUFFERS)
+    if not target.database:
+        _fail("DATABASE_URL names no database: add one (postgresql://.../NAME) or pass --database NAME")
     try:
         created = create_empty_database(target, target.database)
     except DBAPIError as exc:

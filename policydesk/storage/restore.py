@@ -44,6 +44,7 @@ class RestoreResult:
     def ok(self) -> bool:
         return not self.problems
 
+
 # -- restore ----------------------------------------------------------------------------------
 
 def restore(owner: Engine, app: Engine, file: Path, *, app_role: str, app_password: str,
