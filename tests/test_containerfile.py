@@ -138,3 +138,24 @@ def test_the_build_context_leaves_out_local_state():
 def test_the_parser_reads_continuations_and_comments():
     parsed = instructions("# c\nARG BASE=x\nFROM ${BASE} AS b\nRUN a \\\n  # note\n  && b\nUSER 10\n")
     assert parsed == [("ARG", "BASE=x"), ("FROM", "${BASE} AS b"), ("RUN", "a  && b"), ("USER", "10")]
+
+
+PACKAGE_DATA_GAP = ("pyproject.toml's package-data lacks \"versions/labelled/*.yaml\": the image (a non-editable "
+                    "install) has no what_changed_dev.yaml and every ask fails with FileNotFoundError. "
+                    "Add the pattern there, then remove this mark.")
+
+
+@pytest.mark.xfail(strict=True, reason=PACKAGE_DATA_GAP)
+def test_every_data_file_the_code_reads_is_installed_with_the_package():
+    """The image installs the package from its files, not the checkout: a data file under
+    policydesk/ that no package-data pattern names is missing there. Built and run here, the pod
+    answered every question with 'could not answer: FileNotFoundError' until the file was copied in."""
+    import tomllib
+
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["policydesk"]
+    root = REPO / "policydesk"
+    packaged = {p for pattern in patterns for p in root.glob(pattern) if p.is_file()}
+    data = {p for p in root.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+            and "__pycache__" not in p.parts}
+    missing = sorted(str(p.relative_to(REPO)) for p in data - packaged)
+    assert not missing, missing
