@@ -148,7 +148,7 @@ def report_owners(
         try:
             report = owners_report(db, _clearance_as(db, as_user), start=start, end=end, today=settings.today(),
                                    recent_days=settings.RECENT_CHANGE_DAYS, directory=directory or settings.SYNC_DIR,
-                                   owner=owner, embed_model=embedding_for(settings) if owner else None)
+                                   owner=owner, embed_model=embedding_for(settings))
         except IngestError as exc:
             _fail(f"the folder's manifest could not be read: {exc}")
     body = owners_csv(report) if fmt == "csv" else _standalone(
