@@ -140,12 +140,6 @@ def test_the_parser_reads_continuations_and_comments():
     assert parsed == [("ARG", "BASE=x"), ("FROM", "${BASE} AS b"), ("RUN", "a  && b"), ("USER", "10")]
 
 
-PACKAGE_DATA_GAP = ("pyproject.toml's package-data lacks \"versions/labelled/*.yaml\": the image (a non-editable "
-                    "install) has no what_changed_dev.yaml and every ask fails with FileNotFoundError. "
-                    "Add the pattern there, then remove this mark.")
-
-
-@pytest.mark.xfail(strict=True, reason=PACKAGE_DATA_GAP)
 def test_every_data_file_the_code_reads_is_installed_with_the_package():
     """The image installs the package from its files, not the checkout: a data file under
     policydesk/ that no package-data pattern names is missing there. Built and run here, the pod
