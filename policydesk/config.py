@@ -249,7 +249,7 @@ class Settings(BaseSettings):
     OCR_LANGUAGE: str = Field(default="eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
     OCR_COMMAND: str = "tesseract"
     OCR_FLAG_BELOW: float = Field(default=85.0, ge=0, le=100)
-    OCR_UNREADABLE_BELOW: float = Field(default=20.0, ge=0, le=100)
+    OCR_UNREADABLE_BELOW: float = Field(default=40.0, ge=0, le=100)
     OCR_TIMEOUT_SECONDS: float = Field(default=120.0, gt=0)
     # Chunk size, in the embedding model's tokens including its special tokens. None: the
     # offline model's own window (256 for all-MiniLM-L6-v2, read from the model package), or

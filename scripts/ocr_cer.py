@@ -61,14 +61,15 @@ def page_pairs(original: Path, scanned: Path):
 
 def measure(original: Path, scanned: Path, options) -> list[tuple[str, int, float, float, float]]:
     """(file, page, confidence, CER, seconds) per scanned page."""
-    from policydesk.ingest.readers.ocr import ocr_page
-    from policydesk.ingest.readers.pdf import _page_lines
+    from policydesk.ingest.readers.ocr import ocr_page, set_lines
+    from policydesk.ingest.readers.pdf import Line, _page_lines
 
     rows = []
     for file, n, orig, scan in page_pairs(original, scanned):
         reference = " ".join(ln.text for ln in _page_lines(orig, n))
         start = time.perf_counter()
         page = ocr_page(scan, n, options, file)
+        set_lines([page], [], Line)
         seconds = time.perf_counter() - start
         hypothesis = " ".join(ln.text for ln in page.lines)
         rows.append((f"{scanned.parent.name}/{file}", n, page.confidence, cer(hypothesis, reference), seconds))

@@ -18,6 +18,7 @@ WarningKind = Literal[
     "recent_change", "scheduled_change", "conflict", "degraded", "extractive",  # extractive: older traces only
     "stale_source", "version_swapped",
     "redacted", "date_from_question", "date_in_question", "not_in_force", "line_of_business", "policy_text",
+    "ocr_text",  # a cited chunk was read by OCR from a scanned page (ingest/readers/ocr.py)
 ]
 # Warnings that describe one source: an answer keeps them only for the sources it cites.
 SOURCE_WARNINGS = frozenset({"recent_change", "scheduled_change", "conflict", "version_swapped"})

@@ -26,6 +26,8 @@ def describe(planned: PlannedSource) -> list[str]:
     sections = len({c.section.section_id for c in planned.chunks})
     lines = [f"{head}  title {planned.doc_title!r}: {sections} sections, {len(planned.chunks)} chunks"]
     lines += [f"  warning: {w}" for w in planned.warnings]
+    if planned.ocr_pages:  # low-confidence pages are also warnings above (flagged)
+        lines.append("  read by OCR: " + ", ".join(f"page {n} confidence {c:.1f}" for n, c in sorted(planned.ocr_pages.items())))
     lines += [f"  header line, not indexed: {h}" for h in planned.header_lines]
     width = max(len(c.key) for c in planned.chunks)
     for c in planned.chunks:

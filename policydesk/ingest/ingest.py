@@ -226,7 +226,8 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
                 window = windows[s.doc_id][s.version]
                 for chunk, vector in zip(p.chunks, queue.vectors(keys[id(p)])):
                     node = make_node(s.doc_id, chunk.text,
-                                     chunk_metadata(s, chunk, window) | ocr_metadata(p.ocr_pages, chunk))
+                                     chunk_metadata(s, chunk, window)
+                                     | ocr_metadata(p.ocr_pages, chunk, settings.OCR_FLAG_BELOW))
                     rows.append(dict(node_id=node.node_id, text=chunk.text, metadata_=row_metadata(node), embedding=vector))
                 report.written_versions.append(f"{s.doc_id} v{s.version}")
                 report.chunks_written += len(p.chunks)

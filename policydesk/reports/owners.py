@@ -29,7 +29,7 @@ from policydesk.reports.gaps import gaps_report
 from policydesk.storage import sources
 from policydesk.storage.scope import scoped_session
 
-KINDS = ("not_synced", "past_review", "version_change", "unanswered")
+KINDS = ("not_synced", "past_review", "version_change", "unanswered", "ocr_flagged")
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,8 @@ def owners_report(db, clearance: Clearance, *, start: date, end: date, today: da
             entry(row.owner).items.append(OwnerItem("unanswered", row.doc_id, row.title, (
                 f"{row.counts.not_answered} of {row.counts.asked} questions not answered")))
             entry(row.owner).unanswered += row.counts.not_answered
+    for name, item in ocr_flagged_items(db, clearance, owner=owner):
+        entry(name).items.append(item)
     if owner is not None:
         entry(owner).clusters = gaps.clusters
     return OwnersReport(start, end, today, clearance.role, [entries[k] for k in sorted(entries)], directory is not None,
@@ -126,3 +128,32 @@ def owners_csv(report: OwnersReport) -> str:
         for i in e.items:
             writer.writerow({"owner": e.owner, "kind": i.kind, "doc_id": i.doc_id, "title": i.title, "detail": i.detail})
     return buf.getvalue()
+
+
+def ocr_flagged_items(db, clearance: Clearance, *, owner: str | None = None) -> list[tuple[str, OwnerItem]]:
+    """(owner, item) per indexed version the viewer may read with scanned pages flagged at ingest for
+    low OCR confidence (chunk metadata `ocr_flagged`, ingest/readers/ocr.py): the text to check."""
+    from sqlalchemy import select
+
+    from policydesk.storage.models import Chunk, DocumentVersion
+    from policydesk.storage.predicate import access_clause
+
+    with scoped_session(db.app, clearance) as session:
+        rows = session.execute(select(Chunk.doc_id, Chunk.version, Chunk.metadata_).where(
+            Chunk.metadata_.has_key("ocr_flagged"), access_clause(clearance, Chunk)).order_by(Chunk.id)).all()
+        catalog = {(v.doc_id, v.version): v for v in session.execute(select(
+            DocumentVersion.doc_id, DocumentVersion.version, DocumentVersion.title, DocumentVersion.owner)
+            .where(access_clause(clearance, DocumentVersion)))}
+    pages: dict[tuple[str, int], dict[int, float]] = {}
+    for doc_id, version, meta in rows:
+        for n in meta["ocr_flagged"]:
+            pages.setdefault((doc_id, version), {})[int(n)] = float(meta["ocr_pages"][str(n)])
+    out = []
+    for (doc_id, version), flagged in sorted(pages.items()):
+        v = catalog.get((doc_id, version))
+        if v is None or (owner is not None and v.owner != owner):
+            continue
+        listed = ", ".join(f"page {n} ({c:.0f})" for n, c in sorted(flagged.items()))
+        out.append((v.owner, OwnerItem("ocr_flagged", doc_id, v.title, (
+            f"version {version}: scanned {listed} read by OCR with low confidence; check the text or rescan"))))
+    return out

@@ -28,6 +28,7 @@ WARNING_LABELS = {
     "date_in_question": "Date in the question differs",
     "not_in_force": "Not in force",
     "line_of_business": "Line of business",
+    "ocr_text": "Read by OCR",
 }
 
 

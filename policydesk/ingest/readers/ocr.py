@@ -13,7 +13,8 @@ like the text layer's, so the same heading, paragraph and running-header rules a
 - size: from the median x-height of the line's words (the band of rows holding most of a word's
   ink, which specks and ascenders don't move), over 0.52 of the font size; a line within 6% of
   the page's body size is set to it, so measuring noise does not make body lines look larger;
-- bold: the median run of ink along a row (a vertical stroke's width) at least 1.3 times the body's;
+- bold: the median run of ink along a row (a vertical stroke's width) at least 1.3 times the body's
+  (body size and stroke are the whole file's medians);
 - top and gap: where the x-height band starts, so paragraph breaks come from line spacing as in a PDF.
   Tesseract 5 reports no font, so this is all the style a scan has: italics and colour are lost.
 
@@ -39,6 +40,8 @@ EDGE_INCHES = 0.4  # no document prints this close to the paper's edge
 BLANK_INK = 0.002  # a page with less ink than this (share of dark pixels) is blank
 DESPECKLE = 3  # median filter size: takes fax specks off before tesseract (CER 3-4% -> 0-0.2% on clean pages)
 MAX_SKEW = 5.0  # degrees searched when deskewing
+NOISE_CONFIDENCE = 60.0  # a punctuation-only word under this is a speck read as a character
+FRAGMENT_WORDS = 4  # a line of fewer words, read with much less confidence than its page, is a stamp or mark
 # Page segmentation: one uniform block of text. The automatic layout analysis (--psm 3) took the
 # paragraph a stamp overlapped for a picture and returned no words for it; a policy page is one
 # column, and a table is read row by row, as the text layer reads it.
@@ -51,7 +54,7 @@ class OcrOptions:
     language: str = "eng"
     command: str = "tesseract"
     flag_below: float = 85.0  # a page under this mean word confidence is flagged
-    unreadable_below: float = 20.0  # a page with ink and a confidence under this is refused
+    unreadable_below: float = 40.0  # a page with ink and a confidence under this is refused
     timeout: float = 120.0
 
 
@@ -66,10 +69,13 @@ class PageOcr:
     page: int
     confidence: float  # mean word confidence, 0-100; 0 for a page with no words
     words: int
-    lines: list = field(default_factory=list)  # readers.pdf.Line
-    edge_lines: list[str] = field(default_factory=list)  # left out: outside the print margin
     skew: float = 0.0
+    height: float = 0.0  # points
     blank: bool = False
+    measured: list[tuple[str, float, float, float]] = field(default_factory=list)  # text, top, size, stroke
+    lines: list = field(default_factory=list)  # the PDF reader's Lines, from set_lines
+    edge_lines: list[str] = field(default_factory=list)  # left out: outside the print margin
+    fragments: list[str] = field(default_factory=list)  # left out: a few doubtful words (a stamp, a mark)
 
 
 def _deskew(img, dpi: int):
@@ -144,12 +150,11 @@ def _words(tsv: str) -> dict[tuple[int, int, int], list[tuple[str, float, int, i
 
 
 def ocr_page(page, number: int, options: OcrOptions, file: str) -> PageOcr:
-    """Render, deskew and read one PDF page (a pypdfium2 page)."""
+    """Render, deskew and read one PDF page (a pypdfium2 page); its lines are measured, and made
+    `Line`s by `set_lines` once every page of the file is read."""
     import io
 
     import numpy as np
-
-    from policydesk.ingest.readers.pdf import Line
 
     img = page.render(scale=options.dpi / 72, grayscale=True).to_pil().convert("L")
     dark = np.asarray(img) < 128
@@ -165,52 +170,61 @@ def ocr_page(page, number: int, options: OcrOptions, file: str) -> PageOcr:
     found = _words(_tesseract(buf.getvalue(), options, file, number))
     dark = np.asarray(img) < 128
     pt = 72 / options.dpi
-    height_pt = img.height * pt
     edge = EDGE_INCHES * 72
     confs = [w[1] for words in found.values() for w in words]
-    result = PageOcr(number, round(sum(confs) / len(confs), 1) if confs else 0.0, len(confs), skew=skew)
-    raw = []
+    result = PageOcr(number, round(sum(confs) / len(confs), 1) if confs else 0.0, len(confs), skew=skew,
+                     height=img.height * pt)
     for words in found.values():
+        # A mark read as punctuation with little confidence is noise, not text.
+        words = [w for w in words if any(c.isalnum() for c in w[0]) or w[1] >= NOISE_CONFIDENCE]
+        if not words:
+            continue
         top = min(w[3] for w in words) * pt
         bottom = max(w[3] + w[5] for w in words) * pt
         text = " ".join(w[0] for w in words)
-        if top < edge or bottom > height_pt - edge:
+        if top < edge or bottom > result.height - edge:
             result.edge_lines.append(text)
             continue
-        marks = [(*_glyphs(dark[w[3]:w[3] + w[5], w[2]:w[2] + w[4]]), w[3]) for w in words if len(w[0]) >= 2]
+        alnum = [w[1] for w in words if any(c.isalnum() for c in w[0])]
+        if len(alnum) < FRAGMENT_WORDS and median(alnum or [0.0]) < min(NOISE_CONFIDENCE + 20, result.confidence - 15):
+            result.fragments.append(text)  # a few doubtful words on a page read well: a stamp or a mark
+            continue
+        # x-height from words mostly in lower case (digits and capitals stand taller), if the line has any
+        lower = [w for w in words if len(w[0]) >= 2 and sum(c.islower() for c in w[0]) >= 0.6 * len(w[0])]
+        marks = [(*_glyphs(dark[w[3]:w[3] + w[5], w[2]:w[2] + w[4]]), w[3])
+                 for w in (lower or [w for w in words if len(w[0]) >= 2])]
         marks = [m for m in marks if m[0] > 0]
         if marks:  # the line's place: where its x-height band starts (specks don't move it)
             top = median(m[2] + m[3] for m in marks) * pt
         else:
             marks = [(max(w[5] for w in words) * X_HEIGHT, 0.0)]
-        raw.append((text, top, median(m[0] for m in marks) * pt / X_HEIGHT, median(m[1] for m in marks)))
-    if not raw:
-        return result
-    body_size = median(r[2] for r in raw)
-    body_stroke = median(r[3] for r in raw) or 1.0
-    for text, top, size, stroke in sorted(raw, key=lambda r: r[1]):
-        size = body_size if abs(size / body_size - 1) <= SAME_SIZE else size
-        result.lines.append(Line(text, number, round(size * 2) / 2, stroke >= body_stroke * BOLD_STROKE, top, height_pt))
-    for prev, line in zip(result.lines, result.lines[1:]):
-        line.gap_before = line.top - prev.top
+        result.measured.append((text, top, median(m[0] for m in marks) * pt / X_HEIGHT, median(m[1] for m in marks)))
+    result.measured.sort(key=lambda r: r[1])
     return result
 
 
-def fit_sizes(text_lines: list, pages: list[PageOcr]) -> None:
-    """In a mixed PDF, OCR'd body text takes the text layer's body size, so the heading rules
-    compare like with like across pages."""
+def set_lines(pages: list[PageOcr], text_lines: list, line_type) -> None:
+    """Each OCR'd page's `Line`s, sized and weighted against the whole file's body text (a page
+    with a table and two lines of prose has no body of its own). In a mixed PDF, OCR'd body text
+    takes the text layer's body size, so the heading rules compare like with like across pages.
+    `line_type`: the PDF reader's `Line` (passed in: the PDF reader imports this module)."""
     from collections import Counter
 
-    ocr_lines = [ln for p in pages for ln in p.lines]
-    if not text_lines or not ocr_lines:
+    measured = [m for p in pages for m in p.measured]
+    if not measured:
         return
+    body_size = median(m[2] for m in measured)
+    body_stroke = median(m[3] for m in measured) or 1.0
     text_body = Counter(ln.size for ln in text_lines if not ln.bold).most_common(1)
-    ocr_body = Counter(ln.size for ln in ocr_lines if not ln.bold).most_common(1)
-    if not text_body or not ocr_body:
-        return
-    ratio = text_body[0][0] / ocr_body[0][0]
-    for ln in ocr_lines:
-        ln.size = round(ln.size * ratio * 2) / 2
+    scale = text_body[0][0] / body_size if text_body else 1.0
+    for p in pages:
+        p.lines = []
+        for text, top, size, stroke in p.measured:
+            size = body_size if abs(size / body_size - 1) <= SAME_SIZE else size
+            p.lines.append(line_type(text, p.page, round(size * scale * 2) / 2, stroke >= body_stroke * BOLD_STROKE,
+                                top, p.height))
+        for prev, line in zip(p.lines, p.lines[1:]):
+            line.gap_before = line.top - prev.top
 
 
 def check_readable(pages: list[PageOcr], options: OcrOptions, file: str) -> None:
@@ -219,8 +233,9 @@ def check_readable(pages: list[PageOcr], options: OcrOptions, file: str) -> None
     for p in pages:
         if p.blank:
             continue
-        if not p.words or p.confidence < options.unreadable_below:
-            why = "no words found" if not p.words else f"mean word confidence {p.confidence:.0f}"
+        if not p.words or p.confidence < options.unreadable_below or not p.measured:
+            why = ("no words found" if not p.words else f"mean word confidence {p.confidence:.0f}"
+                   if p.confidence < options.unreadable_below else "only stray marks read")
             raise IngestError(file, f"page {p.page}", (
                 f"scanned page unreadable by OCR ({why}, under {options.unreadable_below:g}); "
                 "rescan it at a higher quality or remove the page"))
@@ -243,6 +258,10 @@ def ocr_warnings(pages: list[PageOcr], options: OcrOptions) -> list[str]:
     if edge:
         out.append(f"{len(edge)} line(s) at the paper's edge not indexed (fax or scanner imprint), "
                    f"first on page {edge[0][0]}: {edge[0][1][:60]!r}")
+    marks = [(p.page, t) for p in pages for t in p.fragments]
+    if marks:
+        out.append(f"{len(marks)} short fragment(s) read with low confidence not indexed (a stamp or mark), "
+                   f"first on page {marks[0][0]}: {marks[0][1][:60]!r}")
     return out
 
 
@@ -254,16 +273,36 @@ def _chunk_pages(chunk) -> tuple[int, int] | None:
     return (int(where[1]), int(where[1])) if len(where) == 2 and where[0] == "page" and where[1].isdigit() else None
 
 
-def ocr_metadata(ocr_pages: dict[int, float], chunk) -> dict:
-    """Chunk metadata for a chunk with text from OCR'd pages: `ocr_confidence` (its weakest page's)
-    and `ocr_pages` (page -> confidence); empty for any other chunk, whose row stays as it was."""
+def ocr_metadata(ocr_pages: dict[int, float], chunk, flag_below: float) -> dict:
+    """Chunk metadata for a chunk with text from OCR'd pages: `ocr_confidence` (its weakest page's),
+    `ocr_pages` (page -> confidence) and, when any is under `flag_below`, `ocr_flagged` (those
+    pages, flagged at ingest); empty for any other chunk, whose row stays as it was."""
     span = _chunk_pages(chunk) if ocr_pages else None
     if span is None:
         return {}
     mine = {str(n): ocr_pages[n] for n in range(span[0], span[1] + 1) if n in ocr_pages}
     if not mine:
         return {}
-    return {"ocr_confidence": min(mine.values()), "ocr_pages": mine}
+    meta = {"ocr_confidence": min(mine.values()), "ocr_pages": mine}
+    if flagged := [int(n) for n, c in mine.items() if c < flag_below]:
+        meta["ocr_flagged"] = flagged
+    return meta
+
+
+def ocr_text_note(cited: list[tuple[str, str, dict]]) -> str | None:
+    """The `ocr_text` warning's message for an answer citing chunks read by OCR, from each cited
+    chunk's stored metadata: (doc id, section, metadata) per citation; None when none was."""
+    parts = []
+    for doc, section, meta in cited:
+        if meta.get("ocr_confidence") is None:
+            continue
+        pages = ", ".join(sorted(meta.get("ocr_pages") or {}, key=int))
+        low = ", flagged at ingest as low confidence" if meta.get("ocr_flagged") else ""
+        parts.append(f"{doc} '{section}' (page {pages}, OCR confidence {float(meta['ocr_confidence']):.0f}{low})")
+    if not parts:
+        return None
+    return ("Read by OCR from a scanned page, so a word or number may be misread: " + "; ".join(parts)
+            + ". Check the wording against the document before relying on it.")
 
 
 @dataclass
@@ -277,7 +316,7 @@ class Scanned:
         layout.warnings.extend(ocr_warnings(self.pages, self.options))
 
 
-def read_scanned(pdf, by_page: list[list], options: OcrOptions, file: str) -> Scanned:
+def read_scanned(pdf, by_page: list[list], options: OcrOptions, file: str, line_type) -> Scanned:
     """OCR every page of `pdf` with no lines in `by_page` (filled in place with the page's lines);
     pages with a text layer are kept as they are."""
     text_lines = [ln for lines in by_page for ln in lines]
@@ -285,7 +324,7 @@ def read_scanned(pdf, by_page: list[list], options: OcrOptions, file: str) -> Sc
     check_readable(pages, options, file)
     if all(p.blank for p in pages) and not text_lines:
         raise IngestError(file, "file", "scanned PDF with no ink on any page: nothing to index")
-    fit_sizes(text_lines, pages)
+    set_lines(pages, text_lines, line_type)
     for p in pages:
         by_page[p.page - 1] = p.lines
     return Scanned(pages, options)

@@ -215,7 +215,7 @@ def read_pdf(path: Path, file: str, *, max_pages: int, ocr=None) -> Layout:
         if ocr is not None and not all(by_page):
             from policydesk.ingest.readers.ocr import read_scanned
 
-            scanned = read_scanned(pdf, by_page, ocr, file)  # fills the pages with no text layer
+            scanned = read_scanned(pdf, by_page, ocr, file, Line)  # fills the pages with no text layer
         lines = [ln for page_lines in by_page for ln in page_lines]
     finally:
         pdf.close()
