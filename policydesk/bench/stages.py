@@ -48,13 +48,15 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import QueryBundle
 from sqlalchemy.orm import Session
 
-from policydesk.accounts.access import clearance_for
+from policydesk.accounts.access import ROLES, clearance_for
 from policydesk.contract.answer import AskRequest
 from policydesk.pipeline import AskPipeline
 from policydesk.postprocessors import VersionResolver
 from policydesk.postprocessors.guard import ClearanceGuard
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
+from policydesk.providers.policy_text import PolicyTextSynthesizer
+from policydesk.storage.guard_read import CallerChunks
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.proof.tracing import write_trace
 from policydesk.accounts.users import add_user, get_user
@@ -130,7 +132,7 @@ def time_embedding_batch(embed_model, texts: list[str]) -> dict[str, float]:
 def ensure_users(db) -> dict[str, str]:
     names = {}
     with Session(db.owner) as session:
-        for role in ("rep", "supervisor", "compliance"):
+        for role in ROLES:
             name = f"bench_{role}"
             if get_user(session, name=name) is None:  # a kept bench database already has them
                 add_user(session, name=name, role=role, password="bench-only-password")
@@ -155,7 +157,9 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     users = ensure_users(db)
     store = chunk_vector_store(db)
     lookup = VersionLookup(db)
-    synthesizer = CitedAnswerSynthesizer(llm=llm)
+    # The answer step as the pipeline runs it: the model's synthesizer, or without a model the
+    # policy text in force; each re-reads its context under the caller's clearance.
+    synthesizer = CitedAnswerSynthesizer(llm=llm) if llm is not None else None
     naive = VectorStoreIndex.from_vector_store(store, embed_model=embed_model).as_retriever(similarity_top_k=8)
     pipeline = AskPipeline(db, settings, embed_model, llm, today=today)
     today = today or settings.today()
@@ -211,7 +215,11 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
             nodes, t_versions = [], 0.0
         t_synth = None
         if nodes:
-            _, t_synth = timed(lambda: synthesizer.synthesize_outcome(q.text, nodes, []))
+            chunks = CallerChunks(db.app, clearance)
+            if synthesizer is not None:
+                _, t_synth = timed(lambda: synthesizer.synthesize_outcome(q.text, nodes, [], chunks=chunks))
+            else:
+                _, t_synth = timed(lambda: PolicyTextSynthesizer(embed_model, chunks=chunks).synthesize(q.text, nodes))
         row = dict(id=uuid.uuid4(), kind="eval", user_name=users[q.role], user_role=q.role,
                    permitted_levels=list(clearance.levels), sensitive_cleared=clearance.sensitive,
                    question=q.text, chunk_ids=[n.node.node_id for n in nodes], status="ok")
