@@ -325,10 +325,17 @@ def proxy_options(forwarded_allow_ips: Optional[str]) -> dict:
 @app.command()
 def demo(host: str = "127.0.0.1", port: int = 8000, serve_app: bool = typer.Option(True, "--serve/--no-serve")) -> None:
     """Embedded Postgres, demo corpus, one demo user per role, and the web app."""
+    import os
+
     from policydesk.ingest import ingest_directory
     from policydesk.providers import embedding_for
     from policydesk.accounts.users import add_user, get_user
 
+    # The demo's sources folder is the one it ingests, unless one is configured: the admin page's
+    # "Sync now" and the owners report's review dates read it (serve's workers inherit the variable).
+    if "POLICYDESK_SYNC_DIR" not in os.environ and get_settings().SYNC_DIR is None:
+        os.environ["POLICYDESK_SYNC_DIR"] = str(DEMO_CORPUS)
+        get_settings.cache_clear()
     settings = get_settings()
     with _database(serving=serve_app) as db:
         report = ingest_directory(db, DEMO_CORPUS, embedding_for(settings), settings, progress=True)
