@@ -10,9 +10,10 @@ A page is rendered at `OCR_DPI`, deskewed (the angle whose row profile is sharpe
 page, so serving keeps the other, and the same file gives the same words. The words become `Line`s
 like the text layer's, so the same heading, paragraph and running-header rules apply:
 
-- size: from the median x-height of the line's words (the band of rows holding most of a word's
-  ink, which specks and ascenders don't move), over 0.52 of the font size; a line within 6% of
-  the page's body size is set to it, so measuring noise does not make body lines look larger;
+- size: from the median x-height of the line's lower-case words (the band of rows holding most of
+  a word's ink, which specks and ascenders don't move), over 0.52 of the font size; sizes within
+  6% of each other are one type size (measuring noise must not make a body line or one of several
+  same-level headings look larger);
 - bold: the median run of ink along a row (a vertical stroke's width) at least 1.3 times the body's
   (body size and stroke are the whole file's medians);
 - top and gap: where the x-height band starts, so paragraph breaks come from line spacing as in a PDF.
@@ -99,7 +100,7 @@ def _deskew(img, dpi: int):
 
 
 def _glyphs(box) -> tuple[float, float, float]:
-    """(x-height, stroke width, x-height band's top row) of one word's ink, in pixels: the rows holding at least 40% of the
+    """(x-height, stroke width, x-height band's top row) of one word's ink, in pixels: the rows holding at least 60% of the
     busiest row's ink (the x-height band: specks and ascenders don't reach it), and the median run
     of dark pixels along a row (a vertical stroke's width: bold strokes are wider)."""
     import numpy as np
@@ -107,7 +108,7 @@ def _glyphs(box) -> tuple[float, float, float]:
     if box.size == 0 or not box.any():
         return 0.0, 0.0, 0.0
     rows = box.sum(axis=1)
-    band = np.flatnonzero(rows >= 0.4 * rows.max())
+    band = np.flatnonzero(rows >= 0.6 * rows.max())
     padded = np.pad(box.astype(np.int8), ((0, 0), (1, 1)))
     edges = np.diff(padded, axis=1)
     starts, ends = np.nonzero(edges == 1), np.nonzero(edges == -1)
@@ -203,6 +204,25 @@ def ocr_page(page, number: int, options: OcrOptions, file: str) -> PageOcr:
     return result
 
 
+def _size_classes(sizes: list[float], body: float) -> dict[float, float]:
+    """Each measured size -> its class's: sizes within SAME_SIZE of the smallest in a run are one
+    type size (measuring noise), set to the run's median; the body's run is set to the body size."""
+    out: dict[float, float] = {}
+    run: list[float] = []
+
+    def close() -> None:
+        value = body if run[0] <= body <= run[-1] else median(run)
+        out.update({v: value for v in run})
+
+    for size in sorted(sizes):
+        if run and size > run[0] * (1 + SAME_SIZE):
+            close()
+            run = []
+        run.append(size)
+    close()
+    return out
+
+
 def set_lines(pages: list[PageOcr], text_lines: list, line_type) -> None:
     """Each OCR'd page's `Line`s, sized and weighted against the whole file's body text (a page
     with a table and two lines of prose has no body of its own). In a mixed PDF, OCR'd body text
@@ -217,10 +237,11 @@ def set_lines(pages: list[PageOcr], text_lines: list, line_type) -> None:
     body_stroke = median(m[3] for m in measured) or 1.0
     text_body = Counter(ln.size for ln in text_lines if not ln.bold).most_common(1)
     scale = text_body[0][0] / body_size if text_body else 1.0
+    sized = _size_classes([m[2] for m in measured], body_size)
     for p in pages:
         p.lines = []
         for text, top, size, stroke in p.measured:
-            size = body_size if abs(size / body_size - 1) <= SAME_SIZE else size
+            size = sized[size]
             p.lines.append(line_type(text, p.page, round(size * scale * 2) / 2, stroke >= body_stroke * BOLD_STROKE,
                                 top, p.height))
         for prev, line in zip(p.lines, p.lines[1:]):
