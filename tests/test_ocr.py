@@ -273,3 +273,29 @@ def test_reading_a_scan_twice_gives_the_same_chunks_and_a_resync_writes_nothing(
     report = sync_directory(db, root, embed_model, settings)
     assert report.written == [] and report.unchanged == 2 and not report.failed, report.summary()
     assert _chunks(db) == before
+
+
+def test_an_ask_is_answered_while_a_scan_is_synced_in_the_background(pdfs, make_db, embed_model, settings, tmp_path):
+    """`serve` syncs change notices on its worker thread (ingest/worker.py); OCR runs tesseract in a
+    subprocess on one core, so an ask does not wait for the scan (docs/performance.md has the
+    40-page figure, scripts/ocr_load.py)."""
+    from policydesk.ingest.worker import Notice, SyncWorker
+
+    root = _corpus(tmp_path / "corpus", pdfs["scanned"].read_bytes())
+    manifest = yaml.safe_load((root / "manifest.yaml").read_text())
+    scan_entry, wiki_entry = manifest["sources"]
+    (root / "manifest.yaml").write_text(yaml.safe_dump({"sources": [wiki_entry]}, sort_keys=False))
+    db = make_db()
+    ingest_directory(db, root, embed_model, settings)
+    with Session(db.owner) as s, s.begin():
+        add_user(s, name="ocr_bg_rep", role="rep", password="ocr-bg-rep-password")
+    pipeline = build_pipeline(db, settings, embed_model=embed_model, today=TODAY)
+    (root / "manifest.yaml").write_text(yaml.safe_dump({"sources": [wiki_entry, scan_entry]}, sort_keys=False))
+    worker = SyncWorker(db, root, embed_model, settings)
+    worker.submit(Notice(paths=("policies/sleep.pdf",)))
+    result = pipeline.ask(AskRequest("ocr_bg_rep", "How often are hearing aids replaced?"))
+    busy = not worker.wait_idle(0)
+    assert [c.doc_id for c in result.citations] == ["OCR-HEAR"], (result.refusal_message, result.abstain_reason)
+    assert busy, "the ask should be answered while the scan is still being read"
+    assert worker.wait_idle(300)
+    assert worker.results[-1].written == [f"{DOC} v1"], worker.results[-1]
