@@ -54,8 +54,8 @@ class OcrOptions:
     dpi: int = 300
     language: str = "eng"
     command: str = "tesseract"
-    flag_below: float = 85.0  # a page under this mean word confidence is flagged
-    unreadable_below: float = 40.0  # a page with ink and a confidence under this is refused
+    flag_below: float = 80.0  # a page under this mean word confidence is flagged
+    unreadable_below: float = 35.0  # a page with ink and a confidence under this is refused
     timeout: float = 120.0
 
 
