@@ -22,7 +22,7 @@ from policydesk.proof.citations import citation_from_node
 from policydesk.versions.dates import DateInputError, iso_dates_in
 from policydesk.extensions.registry import Extensions
 from policydesk.extensions.stack import RequestStack
-from policydesk.ingest.readers.ocr import ocr_text_note
+from policydesk.ingest.readers.ocr import ocr_text_warnings
 from policydesk.ingest.staleness import stale_source_warnings
 from policydesk.proof.instrumentation import install_instrumentation
 from policydesk.reading.question_dates import applied_dates
@@ -295,8 +295,7 @@ class AskPipeline:
         warnings += stale_source_warnings(self.db, citations, clearance)
         if product is None and (warning := cited_product_warning(citations)):
             warnings.append(warning)
-        if note := ocr_text_note([(c.doc_id, c.section, by_id[c.chunk_id].node.metadata) for c in citations]):
-            warnings.append(AnswerWarning(kind="ocr_text", message=note))
+        warnings += ocr_text_warnings([(c.doc_id, c.section, by_id[c.chunk_id].node.metadata) for c in citations])
         return Answered(answer.answer, claims, citations, extractive=self.extractive, warnings=warnings,
                         passages=passages, condition=answer.condition if answer.answers == "conditional" else None)
 

@@ -349,3 +349,11 @@ def read_scanned(pdf, by_page: list[list], options: OcrOptions, file: str, line_
     for p in pages:
         by_page[p.page - 1] = p.lines
     return Scanned(pages, options)
+
+
+def ocr_text_warnings(cited: list[tuple[str, str, dict]]) -> list:
+    """[the `ocr_text` AnswerWarning] for an answer citing OCR'd chunks, else []."""
+    from policydesk.contract.answer import AnswerWarning
+
+    note = ocr_text_note(cited)
+    return [AnswerWarning(kind="ocr_text", message=note)] if note else []
