@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from policydesk.accounts.access import ROLES, clearance_for
 from policydesk.storage.models import Chunk
+from policydesk.storage.scope import scoped_session
 
 
 def insert_chunk_rows(db, rows: list[dict]) -> None:
@@ -23,3 +25,14 @@ def insert_chunk_rows(db, rows: list[dict]) -> None:
         conn.execute(Chunk.__table__.insert(), rows)
         for _, definition in indexes:
             conn.execute(text(definition))
+
+
+def visible_levels(engine, role: str) -> dict[str, int]:
+    """Chunks per access level that `role` reads through `engine` (the app login, under RLS)."""
+    with scoped_session(engine, clearance_for(role)) as session:
+        return dict(session.execute(text("SELECT access_level, count(*) FROM data_chunks GROUP BY 1")).all())
+
+
+def distinct_clearances() -> int:
+    """How many different clearances the roles have (admin reads as a rep does)."""
+    return len({(clearance_for(r).levels, clearance_for(r).sensitive) for r in ROLES})
