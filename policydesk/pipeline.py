@@ -34,7 +34,7 @@ from policydesk.products import (
     variants_in_context,
 )
 from policydesk.screening.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, Screening, gate_for
-from policydesk.reading.language import names_source
+from policydesk.reading.language import names_a_note, names_source_in_context
 from policydesk.providers.kinds import is_priced
 from policydesk.providers.passages import PassageReader
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
@@ -190,7 +190,7 @@ class AskPipeline:
             steps.context = context = step.record(self._resolve_versions(stack, retrieved, clearance, steps.dates))
             steps.warnings += context.report.warnings
             held = context.report.held_back  # the top-ranked policy had no version in force on its date
-            if held is not None and (not context.nodes or _about(question, held.title, context.nodes)):
+            if held is not None and (not context.nodes or names_source_in_context(question, held.title, context.nodes)):
                 return step.decided(self._refused("no_version_in_force", str(held)))  # it is about that policy
 
         # -- step 6: generate or abstain -----------------------------------------------------
@@ -251,7 +251,7 @@ class AskPipeline:
         # "What changed?" only behind the relevance check: a weak match abstained above. A question
         # naming a bulletin or page ("did bulletin HB-2026-02 change ...") is answered from what it
         # says, not by comparing some policy's versions.
-        if self.what_changed.is_what_changed(question) and not _names_a_note(question, nodes):
+        if self.what_changed.is_what_changed(question) and not names_a_note(question, nodes):
             return self._answer_what_changed(question, clearance, nodes, best, draft)
         chunks = CallerChunks(self.db.reads.app, clearance)
         if self.llm is None:
@@ -375,23 +375,6 @@ class AskPipeline:
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)
-
-
-def _titles(nodes) -> list[str]:
-    return list(dict.fromkeys(n.node.metadata.get("title") or "" for n in nodes))
-
-
-def _about(question: str, title: str, nodes) -> bool:
-    """The question names the source titled `title` rather than one of the sources in context."""
-    return names_source(question, title, _titles(nodes), " ".join(n.node.get_content() for n in nodes))
-
-
-def _names_a_note(question: str, nodes) -> bool:
-    titles = _titles(nodes)
-    return any(n.node.metadata.get("source_type") != "policy"
-               and names_source(question, n.node.metadata.get("title") or "", [t for t in titles
-                                                                               if t != n.node.metadata.get("title")])
-               for n in nodes)
 
 
 def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | None = None,

@@ -145,3 +145,23 @@ def names_source(question: str, title: str, other_titles: Iterable[str], other_t
     if own and len(used) >= NAMED_SHARE * len(own):
         return True
     return bool(used - terms(other_text))
+
+
+# -- which source of those in context a question names (nodes: LlamaIndex NodeWithScore) -------
+
+def _titles(nodes) -> list[str]:
+    return list(dict.fromkeys(n.node.metadata.get("title") or "" for n in nodes))
+
+
+def names_source_in_context(question: str, title: str, nodes) -> bool:
+    """The question names the source titled `title` rather than one of the sources in context."""
+    return names_source(question, title, _titles(nodes), " ".join(n.node.get_content() for n in nodes))
+
+
+def names_a_note(question: str, nodes) -> bool:
+    """The question names one of the wiki pages or call notes in context (not a policy)."""
+    titles = _titles(nodes)
+    return any(n.node.metadata.get("source_type") != "policy"
+               and names_source(question, n.node.metadata.get("title") or "",
+                                [t for t in titles if t != n.node.metadata.get("title")])
+               for n in nodes)
