@@ -23,7 +23,7 @@ def _settings(**kw) -> Settings:
 def test_the_offline_model_has_a_calibrated_threshold_and_gemini_is_marked_uncalibrated():
     offline = _settings()
     # The default engine (fp32 ONNX, torch's vectors) and the opt-in int8 one are two models with a
-    # value each, both from dev (config.py).
+    # value each, both from dev (config/settings.py).
     assert offline.embedding_model_name == OFFLINE_EMBEDDING_MODEL
     assert offline.abstain_threshold() == 0.31
     int8 = _settings(EMBED_ENGINE="onnx-int8")

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from policydesk.accounts.access import clearance_for
 from policydesk.accounts.users import add_user
 from policydesk.contract.answer import AskRequest
-from policydesk.ingest.chunks import sha256_text
+from policydesk.storage.chunk_ids import sha256_text
 from policydesk.ingest.sync import sync_directory
 from policydesk.proof.citations import own_citation
 from policydesk.proof.exports import export_traces, render, verify_export_lines

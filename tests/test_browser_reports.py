@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.accounts.users import add_user
 from policydesk.contract.answer import AskRequest
-from policydesk.ingest.chunks import sha256_text
+from policydesk.storage.chunk_ids import sha256_text
 from policydesk.proof.tracing import write_trace
 from policydesk.reading.language import sentences
 from tests.browser_helpers import PASSWORD, assert_within, box, chromium, needs_chromium, served, shot, sign_in

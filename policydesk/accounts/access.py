@@ -8,13 +8,10 @@ corpus (`policydesk.screening.topics`), not listed here.
 
 from __future__ import annotations
 
+from policydesk.config.constants import ROLES
 from policydesk.storage.clearance import ACCESS_LEVELS, Clearance
 
 __all__ = ["ACCESS_LEVELS", "ADMIN_ROLE", "ROLES", "Clearance", "UnknownRoleError", "clearance_for"]
-
-# Ordered from least to most power; single sign-on gives a user in several mapped groups the
-# last of their roles (accounts/sso.py). `admin` is last because it may grant any role.
-ROLES: tuple[str, ...] = ("rep", "supervisor", "compliance", "admin")
 
 # The role that may use the admin pages (accounts, API tokens, sources and sync). Administering
 # accounts is no reason to read restricted policy text, so it reads with the rep's clearance.

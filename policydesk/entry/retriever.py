@@ -26,9 +26,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.entry.configured import entered_dates, open_configured, user_clearance
 from policydesk.extensions.registry import Extensions
-from policydesk.extensions.spec import RESERVED_NAMES
+from policydesk.config.components import RESERVED_NAMES
 from policydesk.extensions.stack import RequestStack
-from policydesk.pipeline import _about
+from policydesk.reading.language import names_source_in_context
 from policydesk.postprocessors import ConflictFlagger, VersionResolver
 from policydesk.retrievers import chunk_vector_store
 from policydesk.retrievers.threaded import ThreadedRetriever
@@ -103,7 +103,7 @@ class PolicyRetriever(ThreadedRetriever):
         resolved = resolver.resolve(stack.retrieve(query_bundle).nodes)
         nodes = stack.finish(ConflictFlagger().flag(resolved.nodes).nodes)
         held = resolved.report.held_back  # the first policy reached had no version in force on its date
-        if held is not None and (not nodes or _about(query_bundle.query_str, held.title, nodes)):
+        if held is not None and (not nodes or names_source_in_context(query_bundle.query_str, held.title, nodes)):
             raise held  # where `ask` refuses: the question is about that policy
         for n in nodes:
             # The store keeps a chunk's document id as its source relationship, not in metadata.

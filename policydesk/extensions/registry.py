@@ -26,7 +26,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
 from policydesk.extensions.context import ComponentContext
-from policydesk.extensions.spec import ComponentSpec
+from policydesk.config.components import ComponentSpec
 
 Kind = Literal["retriever", "postprocessor"]
 GROUPS: dict[Kind, str] = {"retriever": "policydesk.retrievers", "postprocessor": "policydesk.postprocessors"}

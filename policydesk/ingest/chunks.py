@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import date
 
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
@@ -10,11 +9,7 @@ from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
 from policydesk.ingest.chunking import ChunkSpec
 from policydesk.ingest.manifest import Source
-from policydesk.storage.chunk_ids import chunk_id
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+from policydesk.storage.chunk_ids import chunk_id, sha256_text
 
 
 def chunk_metadata(source: Source, chunk: ChunkSpec, window: dict) -> dict:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from policydesk.accounts.access import Clearance, clearance_for
 from policydesk.contract.answer import AskRequest
 # The verdict compares against the hash ingest wrote, so it must be ingest's own function.
-from policydesk.ingest.chunks import sha256_text
+from policydesk.storage.chunk_ids import sha256_text
 from policydesk.products import product_label, products_text
 from policydesk.storage.storable import WITHHELD, echoable
 from policydesk.storage import sources

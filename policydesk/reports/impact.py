@@ -26,7 +26,7 @@ from sqlalchemy import select
 
 from policydesk.proof import disputes
 from policydesk.accounts.access import Clearance
-from policydesk.ingest.chunks import sha256_text
+from policydesk.storage.chunk_ids import sha256_text
 from policydesk.reading.language import sentences
 from policydesk.reports.gaps import period_bounds
 from policydesk.storage import sources

@@ -17,17 +17,16 @@ read and are copied in from the operating system's, which costs more than the se
 from __future__ import annotations
 
 import logging
-import re
 
 import psycopg
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from policydesk.config.constants import MEMORY_SIZE
+
 log = logging.getLogger(__name__)
 
 DENSE_INDEX = "data_chunks_embedding_hnsw"
-# A memory size as Postgres settings are written: 512MB, 4GB.
-MEMORY_SIZE = re.compile(r"^[1-9][0-9]*(kB|MB|GB|TB)$")
 
 
 def index_and_cache(conn, index: str = DENSE_INDEX) -> tuple[int | None, int, str]:

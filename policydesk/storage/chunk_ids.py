@@ -7,7 +7,14 @@ else its source relationship, else the part of its id before the first colon.
 
 from __future__ import annotations
 
+import hashlib
+
 from llama_index.core.schema import BaseNode
+
+
+def sha256_text(text: str) -> str:
+    """The SHA-256 of a chunk's text as stored: what a citation records and a re-read must match."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def chunk_id(doc_id: str, version: int, key: str) -> str:

@@ -25,9 +25,6 @@ from policydesk.storage.scope import install_scope_hook
 
 log = logging.getLogger(__name__)
 
-# The application role's password for local runs on the embedded Postgres. Defined here, below
-# config, so storage imports nothing above it (start-up refuses it outside local runs).
-LOCAL_APP_DB_PASSWORD = "policydesk-app-local"
 
 _embedded_servers: dict[Path, object] = {}
 

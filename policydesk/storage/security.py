@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from policydesk.storage.engine import LOCAL_APP_DB_PASSWORD
+from policydesk.config.constants import LOCAL_APP_DB_PASSWORD
 
 # Tables whose rows a caller may only see inside their scope.
 PROTECTED_TABLES = ("documents", "document_versions", "data_chunks", "traces", "audit_log", "feedback",

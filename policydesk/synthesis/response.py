@@ -16,7 +16,7 @@ from typing import Any
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import NodeWithScore
 
-from policydesk.ingest.chunks import sha256_text
+from policydesk.storage.chunk_ids import sha256_text
 from policydesk.synthesis.outcome import SynthesisOutcome
 from policydesk.storage.chunk_ids import doc_id_of
 

@@ -1,4 +1,5 @@
-"""How a setting names one extension component (POLICYDESK_RETRIEVERS, POLICYDESK_POSTPROCESSORS)."""
+"""How a setting names one extension component (POLICYDESK_RETRIEVERS, POLICYDESK_POSTPROCESSORS);
+the registry that builds them is `policydesk.extensions`."""
 
 from __future__ import annotations
 
