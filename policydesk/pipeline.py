@@ -180,7 +180,8 @@ class AskPipeline:
         with self.telemetry.step("filter") as step:  # the clearance every read of this request carries
             stack = RequestStack(self.extensions, db=self.db.reads, store=self.store, embed_model=self.embed_model,
                                  settings=self.settings, clearance=step.record(clearance), dates=steps.dates,
-                                 today=self.today)
+                                 today=self.today, trace_id=draft.id)
+            draft.stack = stack  # what it records goes in the trace, even if a later step fails
         with self.telemetry.step("retrieve") as step:
             steps.retrieved = retrieved = step.record(self._retrieve(stack, question, draft))
         steps.warnings += retrieved.warnings

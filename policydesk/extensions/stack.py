@@ -17,6 +17,7 @@ covers every column of every stored row).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
@@ -32,7 +33,6 @@ from policydesk.extensions.registry import Extensions
 from policydesk.postprocessors.guard import ClearanceGuard, GuardReport
 from policydesk.retrievers.hybrid import DENSE_ARM, TEXT_ARM, HybridRetriever, RetrievalResult
 from policydesk.storage.clearance import Clearance
-from policydesk.proof.tracing import current_trace
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,12 @@ BUILT_IN_POSTPROCESSORS = "version_resolver"
 class RequestStack:
     def __init__(self, extensions: Extensions, *, db, store, embed_model, settings, clearance: Clearance,
                  dates: dict[str, date], today: date,
-                 postprocessors: Sequence[tuple[str, BaseNodePostprocessor]] = ()) -> None:
-        """`postprocessors`: (name, instance) pairs run after the registered ones, guarded alike."""
+                 postprocessors: Sequence[tuple[str, BaseNodePostprocessor]] = (),
+                 trace_id: uuid.UUID | None = None) -> None:
+        """`postprocessors`: (name, instance) pairs run after the registered ones, guarded alike.
+        `trace_id`: the request's trace, named in leak-attempt log lines."""
         self.clearance = clearance
+        self.trace_id = trace_id
         self.context = ComponentContext(clearance=clearance, dates=dict(dates), today=today, top_k=settings.TOP_K,
                                         engine=db.app, async_engine=db.app_async, vector_store=store,
                                         embed_model=embed_model)
@@ -111,30 +114,32 @@ class RequestStack:
     def _guarded(self, nodes: list[NodeWithScore], stage: str, component: str | None = None) -> list[NodeWithScore]:
         seen = len(self.report.drops)
         kept = self.guard.postprocess_nodes(nodes)
-        draft = current_trace()
         for drop in self.report.drops[seen:]:
             who = component or self._origin.get(drop.chunk_id, BUILT_IN_POSTPROCESSORS)
             metrics.CLEARANCE_GUARD_DROPS.labels(component=who, reason=drop.reason).inc()
             log.warning("leak attempt: component %s returned chunk %s that fails the caller's clearance (%s; role %s),"
                         " dropped before %s, trace %s", who, drop.chunk_id, drop.reason, self.clearance.role,
                         "version resolution" if stage == "retrieval" else "the prompt",
-                        draft.id if draft is not None else "-", extra={"event": "leak_attempt"})
+                        self.trace_id or "-", extra={"event": "leak_attempt"})
             self.dropped.append({"chunk_id": drop.chunk_id, "reason": drop.reason, "component": who,
                                  "stage": stage})
-        if draft is not None:
-            draft.guard = self.summary()
         return kept
 
     def summary(self) -> dict[str, Any]:
         return {"passes": self.report.passes, "checked": self.report.checked, "dropped": list(self.dropped)}
 
+    def recorded(self) -> dict[str, Any] | None:
+        """What the trace keeps of this request's retrieval: the components that ran, in the order
+        they first ran, and the guard's passes, checks and drops; None before the guard first ran
+        (a request refused before retrieval has neither)."""
+        if self.report.passes == 0:
+            return None
+        return {"components": list(self.components.values()), "guard": self.summary()}
+
     def _record(self, name: str, kind: str, **counts: int) -> None:
         entry = self.components.get(name)
         if entry is None:
             entry = self.components[name] = {"name": name, "kind": kind, "built_in": name in self.built_in}
-            draft = current_trace()
-            if draft is not None:
-                draft.components.append(entry)  # the same dict: later parts' counts land in the trace too
         for key, n in counts.items():
             entry[key] = entry.get(key, 0) + n
 

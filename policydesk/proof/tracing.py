@@ -3,7 +3,8 @@
 While a request's `TraceDraft` is active (a context variable), the LlamaIndex handlers in
 `policydesk.proof.instrumentation` record into it: retrieved chunk ids, prompts, LLM calls, and stage
 timings from spans. The pipeline times the stages that are not LlamaIndex components and adds
-the outcome and the tokens the synthesizer reports; `trace_row` maps it all (and the price of the
+the outcome, the tokens the synthesizer reports and the request's retrieval stack (its components
+and the clearance guard's record); `trace_row` maps it all (and the price of the
 request) onto the `traces` columns, and `write_trace` stores the row even when the request
 failed.
 """
@@ -40,8 +41,9 @@ class TraceDraft:
     tokens_in: int = 0
     tokens_out: int = 0
     attempts: list[dict] = field(default_factory=list)  # the synthesizer's attempts, raw replies and errors
-    components: list[dict] = field(default_factory=list)  # retrievers and extension postprocessors that ran
-    guard: dict | None = None  # the clearance guard's passes, checks and drops (extensions/stack.py)
+    # The request's retrieval stack (extensions/stack.RequestStack), handed over by the pipeline
+    # when it builds it: the trace keeps what it recorded (`recorded()`), failed requests included.
+    stack: Any = None
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -88,9 +90,8 @@ def instrumentation(draft: TraceDraft) -> dict[str, Any]:
     """What the instrumentation saw; which components ran and what the clearance guard dropped
     once retrieval ran (a refused request has neither)."""
     out: dict[str, Any] = {"retrieved_ids": list(dict.fromkeys(draft.retrieved_ids)), "llm_calls": draft.llm_calls}
-    if draft.guard is not None:
-        out |= {"components": draft.components, "guard": draft.guard}
-    return out
+    recorded = draft.stack.recorded() if draft.stack is not None else None
+    return out | recorded if recorded else out
 
 
 def _stored_answer(result: AskResult, draft: TraceDraft, error: str | None) -> dict[str, Any]:
