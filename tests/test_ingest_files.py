@@ -32,7 +32,8 @@ def _scanned_pdf(path: Path) -> None:
 
 
 BAD = {
-    "scanned PDF": ("policies/scan.pdf", "policy", _scanned_pdf, "PDF has no text layer"),
+    # An image with no ink and no text layer: OCR finds nothing to read (readers/ocr.py).
+    "scanned PDF": ("policies/scan.pdf", "policy", _scanned_pdf, "scanned PDF with no ink on any page"),
     "password PDF": ("policies/locked.pdf", "policy",
                      lambda p: fx._pdf(p, "Locked", [("body", "Secret text.")], password="pw"),
                      "PDF is password-protected"),
@@ -136,7 +137,7 @@ def test_dry_run_lists_refused_files_and_exits_1(tmp_path):
     root = _corpus_with(tmp_path / "c", ["scanned PDF", "non-UTF-8 text"])
     out = _cli("ingest", str(root), "--dry-run", tmp_path=tmp_path)
     assert out.returncode == 1
-    assert "policies/scan.pdf  FX-BAD-0 v1 (policy): REFUSED: PDF has no text layer" in out.stdout
+    assert "policies/scan.pdf  FX-BAD-0 v1 (policy): REFUSED: scanned PDF with no ink on any page" in out.stdout
     assert "wiki/latin.md  FX-BAD-1 v1 (wiki): REFUSED: not UTF-8 text" in out.stdout
     assert "2 refused" in out.stdout
     assert _cli("ingest", str(root), "--dry-run", "--skip-bad", tmp_path=tmp_path).returncode == 0
