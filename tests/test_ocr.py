@@ -299,3 +299,25 @@ def test_an_ask_is_answered_while_a_scan_is_synced_in_the_background(pdfs, make_
     assert busy, "the ask should be answered while the scan is still being read"
     assert worker.wait_idle(300)
     assert worker.results[-1].written == [f"{DOC} v1"], worker.results[-1]
+
+
+def test_phi_on_a_scanned_page_is_refused_like_text(tmp_path, settings):
+    """Screening reads the OCR'd text like any other: a member's SSN on a faxed page refuses the file."""
+    from fpdf import FPDF
+    from fpdf.enums import XPos, YPos
+
+    pdf = FPDF(format="Letter")
+    pdf.set_margins(25, 25, 25)
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 16)
+    pdf.multi_cell(0, 9, "Appeal Intake", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    pdf.set_font("Helvetica", "", 12)
+    pdf.multi_cell(0, 7, "Member SSN 123-45-6789 was given on the call to confirm the appeal request.",
+                   new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    original = tmp_path / "intake.pdf"
+    pdf.output(str(original))
+    scanned = tmp_path / "intake-scan.pdf"
+    scanned.write_bytes(_make_scans().scan_pdf(original, seed=4))
+    planned = inspect_file(scanned, settings, "policy")
+    assert planned.refused and "member PHI" in planned.problem.reason, planned.problem
+    assert "123-45-6789" not in str(planned.problem)
