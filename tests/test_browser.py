@@ -9,10 +9,8 @@ Screenshots of each step are kept under the data directory (tests/browser_helper
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from datetime import date
-from http.server import ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -32,7 +30,7 @@ from tests.browser_helpers import (
     sign_in,
 )
 from tests.stored_chunks import V2_QUOTE
-from tests.test_plan_server import Script, _handler, answer
+from tests.test_plan_server import answer, scripted_plan_server
 from tests.web_helpers import csrf_from
 
 pytestmark = needs_chromium
@@ -285,12 +283,8 @@ def test_compliance_walkthrough(browser, server_url, people, rep_answers):
 
 @pytest.fixture(scope="module")
 def model_server():
-    script = Script()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield script, f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
+    with scripted_plan_server() as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -62,14 +63,24 @@ def _handler(script: Script):
     return Handler
 
 
-@pytest.fixture(scope="module")
-def plan_server():
+@contextmanager
+def scripted_plan_server():
+    """A plan's OpenAI-compatible server on a free local port, answering from its `Script`:
+    yields (script, base URL)."""
     script = Script()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield script, f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
+    try:
+        yield script, f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def plan_server():
+    with scripted_plan_server() as served:
+        yield served
 
 
 @pytest.fixture
