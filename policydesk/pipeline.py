@@ -36,7 +36,7 @@ from policydesk.products import (
 from policydesk.screening.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, RefusalGate, Screening, gate_for
 from policydesk.reading.language import names_a_note, names_source_in_context
 from policydesk.providers.kinds import is_priced
-from policydesk.providers.passages import PassageReader
+from policydesk.providers.passages import PassageReader, reader_draft
 from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.providers.screening_models import screening_models
 from policydesk.retrievers import chunk_vector_store
@@ -44,7 +44,6 @@ from policydesk.storage.guard_read import CallerChunks
 from policydesk.synthesis.grounding import check
 from policydesk.synthesis.postflight import check_draft, combine
 from policydesk.synthesis.prompt import date_notes, product_notes
-from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.screening.vocabulary import unknown_terms
 from policydesk.ops.logs import bind_trace_id
@@ -311,9 +310,7 @@ class AskPipeline:
         passages = self.reader.read(question, context)
         if not passages:
             return self._withhold(question, held, "no sentence in the sources in context")
-        answer = ModelAnswer(answers="yes", answer=" ".join(p.marked_text for p in passages), claims=[
-            ModelClaim(text=p.marked_text, quotes=[ModelQuote(chunk_id=p.chunk_id, text=p.marked_text)])
-            for p in passages])
+        answer = reader_draft(passages)
         problem = check(answer, {n.node.node_id: n.node for n in context})
         if problem is not None:  # the reader quotes stored text: this would be a defect, so fail closed
             raise RuntimeError(f"the passage reader's draft failed its checks: {problem.summary}")

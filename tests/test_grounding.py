@@ -94,3 +94,22 @@ def test_values_read_one_value_in_its_spellings():
     assert values("(800) 555-0142") & values("1-800-555-0142")
     assert values("January 1, 2026") & values("1/1/2026")
     assert not values("3 months") & {v for v in values("90 days") if v[0] == "duration"}
+
+
+def test_the_offline_readers_draft_quotes_each_marked_sentence_on_its_own():
+    # A two-part question marks two sentences of one passage that are not next to each other; as one
+    # quote they are not in the chunk, and the rep got "could not answer" (corpus_manual m-cross-17).
+    from policydesk.contract.answer import Passage
+    from policydesk.providers.passages import reader_draft
+
+    text = CHUNK.get_content()
+    first, second = "Corrected claims are due within 150 days.", "The copay is $25.00"
+    passage = Passage(chunk_id=CHUNK.node_id, doc_id="POL-X", title="Filing Rules", section="Filing Limits",
+                      version=2, effective_from="2026-01-01", effective_to=None, text=text,
+                      marked=[(text.index(first), text.index(first) + len(first)),
+                              (text.index(second), text.index(second) + len(second))])
+    answer = reader_draft([passage])
+    assert [q.text for q in answer.claims[0].quotes] == [first, second]
+    assert answer.answer == f"{first} {second}"
+    assert check(answer, READABLE) is None
+    assert check(draft(answer.answer, passage.marked_text), READABLE) is not None  # the joined quote is not

@@ -61,8 +61,12 @@ class Passage(BaseModel):
     marked: list[tuple[int, int]] = Field(default_factory=list)
 
     @property
+    def marked_sentences(self) -> list[str]:
+        return [self.text[a:b] for a, b in self.marked]
+
+    @property
     def marked_text(self) -> str:
-        return " ".join(self.text[a:b] for a, b in self.marked)
+        return " ".join(self.marked_sentences)
 
 
 class Citation(BaseModel):

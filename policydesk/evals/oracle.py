@@ -85,7 +85,7 @@ class OracleSynthesizer(CitedAnswerSynthesizer):
         passages = self._reader.read(question, context)
         if not passages:
             return {"answers": "no", "reason": "nothing in context"}
-        return _answer([(passages[0].marked_text, passages[0].chunk_id)])
+        return _answer([(sentence, passages[0].chunk_id) for sentence in passages[0].marked_sentences])
 
 
 def _answer(quoted: list[tuple[str, str]]) -> dict:

@@ -28,6 +28,7 @@ from policydesk.contract.answer import Passage
 from policydesk.reading.language import question_parts, sentence_spans, subsection_spans, terms
 from policydesk.providers.local import VectorCache
 from policydesk.storage.chunk_ids import doc_id_of
+from policydesk.synthesis.schema import ModelAnswer, ModelClaim, ModelQuote
 
 # Share of a part's content words found under the sentence's heading or in it: separates
 # near-equal meanings only (MiniLM cosines between a question and its answer run 0.4-0.8).
@@ -110,6 +111,14 @@ def _unit_of(text: str, span: tuple[int, int]) -> tuple[int, int]:
         if a <= span[0] < b:
             return a, b
     return 0, len(text)
+
+
+def reader_draft(passages: Sequence[Passage]) -> ModelAnswer:
+    """The passages as a draft the grounding checks read like a model's: one claim per passage,
+    quoting each marked sentence on its own, since two marks in one passage need not be adjacent."""
+    return ModelAnswer(answers="yes", answer=" ".join(p.marked_text for p in passages), claims=[
+        ModelClaim(text=p.marked_text, quotes=[ModelQuote(chunk_id=p.chunk_id, text=t) for t in p.marked_sentences])
+        for p in passages])
 
 
 def _passage(n: NodeWithScore, unit: tuple[int, int], marks: list[tuple[int, int]]) -> Passage:
