@@ -8,6 +8,7 @@ restore that fails (damaged archive, non-empty target) changes nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
@@ -29,6 +30,7 @@ from policydesk.storage import sources
 from policydesk.storage.backup import read_contents, what_it_holds
 from policydesk.storage.engine import open_database
 from policydesk.storage.scope import permitted_scope, scoped_session
+from policydesk.storage.source_files import cited_file
 from tests.cli_helpers import run_cli
 from tests.conftest import CORPUS
 
@@ -133,6 +135,24 @@ def test_every_cited_chunk_rereads_with_its_hash_and_its_owner_still_sees_it(sou
         shown = own_citation(db, user_name=t.user_name, clearance=clearance_for(t.user_role), trace_id=str(t.id),
                              chunk_id=c["chunk_id"])
         assert shown is not None and shown.citation["text_sha256"] == c["text_sha256"]
+
+
+def test_every_citation_still_opens_its_source_file_as_ingested(source, restored):
+    # The page a citation links to ("Open the source") reads the kept file through the cited chunk,
+    # under the caller's clearance; after a restore it is the same file, by the version's hash.
+    db = restored["db"]
+    with db.owner.connect() as conn:
+        cited = conn.execute(text(
+            "SELECT DISTINCT c->>'chunk_id', t.user_role FROM traces t, jsonb_array_elements(t.citations) c")).all()
+        hashes = {(d, v): h for d, v, h in conn.execute(text(
+            "SELECT doc_id, version, source_sha256 FROM document_versions")).all()}
+    assert cited
+    for chunk_id, role in cited:
+        with scoped_session(db.app, clearance_for(role)) as session:
+            found = cited_file(session, chunk_id=chunk_id, clearance=clearance_for(role))
+        assert found is not None, chunk_id
+        place, content = found
+        assert hashlib.sha256(content).hexdigest() == hashes[(place.doc_id, place.version)], chunk_id
 
 
 def test_row_level_security_still_binds_the_application_login(source, restored):
