@@ -59,8 +59,9 @@ def page_pairs(original: Path, scanned: Path):
                 yield rel.as_posix(), n + 1, a[n], b[n]
 
 
-def measure(original: Path, scanned: Path, options) -> list[tuple[str, int, float, float, float]]:
-    """(file, page, confidence, CER, seconds) per scanned page."""
+def measure(original: Path, scanned: Path, options, texts: bool = False) -> list[tuple]:
+    """(file, page, confidence, CER, seconds) per scanned page, and with `texts` the OCR text and
+    the reference text too."""
     from policydesk.ingest.readers.ocr import ocr_page, set_lines
     from policydesk.ingest.readers.pdf import Line, _page_lines
 
@@ -72,7 +73,8 @@ def measure(original: Path, scanned: Path, options) -> list[tuple[str, int, floa
         set_lines([page], [], Line)
         seconds = time.perf_counter() - start
         hypothesis = " ".join(ln.text for ln in page.lines)
-        rows.append((f"{scanned.parent.name}/{file}", n, page.confidence, cer(hypothesis, reference), seconds))
+        rows.append((f"{scanned.parent.name}/{file}", n, page.confidence, cer(hypothesis, reference), seconds)
+                    + ((hypothesis, reference) if texts else ()))
         print(f"{rows[-1][0]:<48} page {n}  confidence {page.confidence:5.1f}  CER {rows[-1][3]:.3f}  "
               f"{seconds:.1f} s", flush=True)
     return rows
