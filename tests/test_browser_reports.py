@@ -103,6 +103,11 @@ def test_reports_fit_a_1200_px_window_and_name_each_owner_once(browser, world, r
     page = sign_in(browser, base, names[role], width=WIDTH)
 
     _open(page, f"{base}/reports/gaps", "table.gaps")
+    # Every page link in the header reads on one line ("Gaps report" was broken over two): its
+    # text makes one line box (a flex item's own box is stretched to the row, so it can't tell).
+    lines = page.eval_on_selector_all("header nav a", """links => links.map(a => {
+        const r = document.createRange(); r.selectNodeContents(a); return [a.textContent, r.getClientRects().length]; })""")
+    assert lines and all(n == 1 for _, n in lines), lines
     assert _fits(page) >= 1
     owners = page.locator("table.gaps tbody th.owner-name").all_inner_texts()
     assert owners and len(owners) == len(set(owners))
