@@ -336,7 +336,7 @@ def test_a_token_is_shown_once_works_and_gets_401_once_revoked(site, admin):
     user, since = new_user(db), marks(db)
     token, key_id = new_token(admin, user)
     assert token.startswith("pdk_")
-    row = _one_audit_row(db, since, "api_token_created", key_id, token, token.split("_")[2])
+    row = _one_audit_row(db, since, "api_token_created", key_id, token, token.split("_", 2)[2])
     assert row["details"]["user"] == user and row["details"]["label"] == "desk tool"
     api = client(url)
     auth = {"Authorization": f"Bearer {token}"}
@@ -349,7 +349,7 @@ def test_a_token_is_shown_once_works_and_gets_401_once_revoked(site, admin):
     assert r.status_code == 200 and "revoked" in text_of(r.text, "admin-done")
     _one_audit_row(db, since, "api_token_revoked", key_id, token)
     assert api.get("/api/v1/versions/WIKI-ALPHA", headers=auth).status_code == 401
-    secret = token.split("_")[2]
+    secret = token.split("_", 2)[2]
     for path in ("/admin/tokens", "/admin/users", "/admin/sources"):
         assert secret not in admin.get(path).text, path
     assert secret not in r.text
