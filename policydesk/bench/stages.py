@@ -55,7 +55,7 @@ from policydesk.postprocessors import VersionResolver
 from policydesk.postprocessors.guard import ClearanceGuard
 from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.scope import permitted_scope
-from policydesk.providers.policy_text import PolicyTextSynthesizer
+from policydesk.providers.passages import PassageReader
 from policydesk.storage.guard_read import CallerChunks
 from policydesk.synthesis.synthesizer import CitedAnswerSynthesizer
 from policydesk.proof.tracing import write_trace
@@ -158,8 +158,10 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
     store = chunk_vector_store(db)
     lookup = VersionLookup(db)
     # The answer step as the pipeline runs it: the model's synthesizer, or without a model the
-    # policy text in force; each re-reads its context under the caller's clearance.
+    # policy text in force; each re-reads its context under the caller's clearance. One reader for
+    # the run, as the pipeline keeps one (its vector cache warm across questions).
     synthesizer = CitedAnswerSynthesizer(llm=llm) if llm is not None else None
+    reader = PassageReader(embed_model) if llm is None else None
     naive = VectorStoreIndex.from_vector_store(store, embed_model=embed_model).as_retriever(similarity_top_k=8)
     pipeline = AskPipeline(db, settings, embed_model, llm, today=today)
     today = today or settings.today()
@@ -219,7 +221,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
             if synthesizer is not None:
                 _, t_synth = timed(lambda: synthesizer.synthesize_outcome(q.text, nodes, [], chunks=chunks))
             else:
-                _, t_synth = timed(lambda: PolicyTextSynthesizer(embed_model, chunks=chunks).synthesize(q.text, nodes))
+                _, t_synth = timed(lambda: reader.read(q.text, chunks.reread(nodes)[0]))
         row = dict(id=uuid.uuid4(), kind="eval", user_name=users[q.role], user_role=q.role,
                    permitted_levels=list(clearance.levels), sensitive_cleared=clearance.sensitive,
                    question=q.text, chunk_ids=[n.node.node_id for n in nodes], status="ok")
