@@ -86,7 +86,7 @@ def add_account(db, *, actor: str, name: str, role: str, password: str | None = 
 def change_role(db, *, actor: str, name: str, role: str) -> None:
     _not_self(actor, name, "change the role of")
     with _owner(db) as session:
-        before = _existing(session, name).role
+        before = users.existing_user(session, name).role  # a UserError reads as an AdminError (_owner)
         user = users.set_role(session, name=name, role=role)
         _audit(session, actor=actor, action="user_role_changed", target=user.name, role_before=before,
                role=user.role)
@@ -133,10 +133,3 @@ def revoke_api_token(db, *, actor: str, key_id: str, now: datetime) -> tokens.To
         info = tokens.revoke_token(session, key_id=key_id, now=now)
         _audit(session, actor=actor, action="api_token_revoked", target=info.key_id, user=info.user_name)
     return info
-
-
-def _existing(session: Session, name: str) -> User:
-    user = users.get_user(session, name=name)
-    if user is None:
-        raise AdminError(f"no user named {name!r}")
-    return user

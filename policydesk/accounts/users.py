@@ -75,7 +75,7 @@ def add_user(session: Session, *, name: str, role: str, password: str | None = N
 def set_role(session: Session, *, name: str, role: str) -> User:
     """Change the role; the user's sessions end, so the next request signs in under the new one."""
     clearance_for(role)
-    user = _existing(session, name)
+    user = existing_user(session, name)
     if user.role != role:
         user.role = role
         user.updated_at = func.now()
@@ -85,7 +85,7 @@ def set_role(session: Session, *, name: str, role: str) -> User:
 
 def set_password(session: Session, *, name: str, password: str | None = None) -> tuple[User, str]:
     """Set a new password (random when none is given); sessions signed in with the old one end."""
-    user = _existing(session, name)
+    user = existing_user(session, name)
     password = password or generate_password()
     check_password_policy(name=name, password=password)
     user.password_hash = hash_password(password)
@@ -96,7 +96,7 @@ def set_password(session: Session, *, name: str, password: str | None = None) ->
 
 def disable_user(session: Session, *, name: str) -> User:
     """A disabled user cannot sign in, is signed out at once and cannot ask."""
-    user = _existing(session, name)
+    user = existing_user(session, name)
     if user.disabled_at is None:
         user.disabled_at = user.updated_at = func.now()
     end_user_sessions(session, user_id=user.id, reason=DISABLED)
@@ -104,14 +104,15 @@ def disable_user(session: Session, *, name: str) -> User:
 
 
 def enable_user(session: Session, *, name: str) -> User:
-    user = _existing(session, name)
+    user = existing_user(session, name)
     if user.disabled_at is not None:
         user.disabled_at = None
         user.updated_at = func.now()
     return user
 
 
-def _existing(session: Session, name: str) -> User:
+def existing_user(session: Session, name: str) -> User:
+    """The user named `name`; UserError when there is none."""
     user = get_user(session, name=name)
     if user is None:
         raise UserError(f"no user named {name!r}")
