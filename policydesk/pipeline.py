@@ -49,7 +49,7 @@ from policydesk.screening.vocabulary import unknown_terms
 from policydesk.ops.logs import bind_trace_id
 from policydesk.ops.telemetry import Telemetry, telemetry_for
 from policydesk.contract.steps import NOT_ANSWERED, Context, Retrieved, Steps
-from policydesk.proof.tracing import TraceDraft, active_trace, current_trace, trace_row, write_trace
+from policydesk.proof.tracing import TraceDraft, trace_row, write_trace
 from policydesk.accounts.users import get_active_user
 from policydesk.versions import (
     NoVersionInForce,
@@ -122,8 +122,8 @@ class AskPipeline:
         draft = TraceDraft()
         bind_trace_id(draft.id)  # this request's log lines name its trace
         steps = Steps(question=req.question)
-        with (self.telemetry.request(draft.id, req.kind) as request,
-              request_vectors(), active_trace(draft)):  # this request's query vectors (RequestEmbedding)
+        # request_vectors: this request's query vectors (RequestEmbedding)
+        with self.telemetry.request(draft.id, req.kind) as request, request_vectors():
             outcome = self._outcome(req, steps, draft)
             result = steps.result(req.user_name, outcome, draft.id, list(draft.prompts))
             request.answered(result)
@@ -181,13 +181,15 @@ class AskPipeline:
                                  settings=self.settings, clearance=step.record(clearance), dates=steps.dates,
                                  today=self.today, trace_id=draft.id)
             draft.stack = stack  # what it records goes in the trace, even if a later step fails
-        with self.telemetry.step("retrieve") as step:
+        with self.telemetry.step("retrieve") as step, draft.stage("retrieval"):
             steps.retrieved = retrieved = step.record(self._retrieve(stack, question, draft))
+        draft.retrieved_ids = retrieved.retrieved_ids
         steps.warnings += retrieved.warnings
 
         # -- step 5: resolve versions, flag conflicts ----------------------------------------
         with self.telemetry.step("resolve_versions") as step:
-            steps.context = context = step.record(self._resolve_versions(stack, retrieved, clearance, steps.dates))
+            steps.context = context = step.record(
+                self._resolve_versions(stack, retrieved, clearance, steps.dates, draft))
             steps.warnings += context.report.warnings
             held = context.report.held_back  # the top-ranked policy had no version in force on its date
             if held is not None and (not context.nodes or names_source_in_context(question, held.title, context.nodes)):
@@ -215,21 +217,24 @@ class AskPipeline:
         # retrievers join the same fusion; the clearance guard re-checks every node it returns.
         retrieved = stack.retrieve(QueryBundle(question))
         if not retrieved.degraded:
-            return Retrieved(retrieved.nodes, best_similarity=retrieved.best_similarity)
+            return Retrieved(retrieved.nodes, best_similarity=retrieved.best_similarity,
+                             retrieved_ids=retrieved.retrieved_ids)
         metrics.DEGRADED_ANSWERS.inc()
         log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason,
                     extra={"event": "degraded"})
-        return Retrieved(retrieved.nodes, degraded=True, best_similarity=retrieved.best_similarity, warnings=[
+        return Retrieved(retrieved.nodes, degraded=True, best_similarity=retrieved.best_similarity,
+                         retrieved_ids=retrieved.retrieved_ids, warnings=[
             AnswerWarning(kind="degraded", message=("Retrieval ran degraded: the embedding service failed, so only "
                                                     "keyword search was used. Check the answer against the cited text."))])
 
     # -- step 5 -----------------------------------------------------------------------------
     def _resolve_versions(self, stack: RequestStack, retrieved: Retrieved, clearance: Clearance,
-                          dates: dict[str, date]) -> Context:
+                          dates: dict[str, date], draft: TraceDraft) -> Context:
         resolver = VersionResolver(lookup=self.lookup, clearance=clearance, dates=dates, today=self.today,
                                    recent_change_days=self.settings.RECENT_CHANGE_DAYS)
-        resolved = resolver.resolve(retrieved.nodes)
-        flagged = ConflictFlagger().flag(resolved.nodes)
+        with draft.stage("version_resolution"):
+            resolved = resolver.resolve(retrieved.nodes)
+            flagged = ConflictFlagger().flag(resolved.nodes)
         report = resolved.report.joined(flagged.report)
         # Extension postprocessors run last, and the guard once more before the prompt.
         nodes = stack.finish(flagged.nodes)
@@ -263,8 +268,10 @@ class AskPipeline:
         else:
             notes = date_notes({b: d.isoformat() for b, d in steps.dates.items()}) + [
                 w.message for w in report.conflict_warnings] + product_notes(product)
-            synthesis = self.synthesizer.synthesize_outcome(question, nodes, notes, chunks=chunks)
+            with draft.stage("synthesis"):
+                synthesis = self.synthesizer.synthesize_outcome(question, nodes, notes, chunks=chunks)
             steps.model = synthesis.model
+            draft.prompts, draft.llm_calls = synthesis.prompts, len(synthesis.prompts)
             draft.attempts = synthesis.attempts
             draft.tokens_in, draft.tokens_out = synthesis.tokens_in, synthesis.tokens_out
             if synthesis.dropped:
@@ -340,13 +347,13 @@ class AskPipeline:
 
     def _refused(self, code: str, message: str) -> Refused:
         metrics.REFUSALS.labels(reason=code).inc()
-        log.info("refused (%s), trace %s", code, current_trace().id, extra={"event": "refused", "reason": code})
+        log.info("refused (%s)", code, extra={"event": "refused", "reason": code})  # the line carries its trace id
         return Refused(code, message)
 
     def _not_answered(self, question: str, why: str) -> Abstained:
         """The sources the caller may read don't answer: one message and code, whatever the cause,
         so an unanswerable question and one about a subject above the caller's clearance read alike."""
-        log.info("not answered, trace %s: %s", current_trace().id, why)
+        log.info("not answered: %s", why)  # the line carries its trace id (ops/logs.bind_trace_id)
         return Abstained(NOT_ANSWERED, NOT_ANSWERED_MESSAGE.format(question=question.strip()))
 
     def _withhold(self, question: str, held, why: str) -> Outcome:
@@ -369,7 +376,7 @@ class AskPipeline:
             except Exception:
                 log.exception("trace write failed")
                 raise
-        metrics.observe_stages(draft.stage_ms)
+        metrics.observe_stages(draft.stages())  # the trace write included
         log.info("trace %s kind=%s user=%s role=%s status=%s refused=%s abstained=%s degraded=%s",
                  draft.id, req.kind, row["user_name"], row["user_role"], row["status"], result.refused,
                  result.abstained, result.degraded)

@@ -135,3 +135,21 @@ class FixedRetriever(BaseRetriever):
                 self._context.where(), Chunk.node_id.in_(self._ids))).all()}
         return [NodeWithScore(node=self._context.node(rows[i].text, rows[i].metadata_), score=1.0)
                 for i in self._ids if i in rows]
+
+
+class ModelReadingPostprocessor(BaseNodePostprocessor):
+    """Well behaved, but sends every node's text to a model of its own (scripted), as an LLM reranker
+    would: a model call outside the synthesizer, which the evals' model-call watch must see."""
+
+    context: ComponentContext = Field(exclude=True)
+
+    def __init__(self, context: ComponentContext, **data: Any) -> None:
+        super().__init__(context=context, **data)
+
+    def _postprocess_nodes(self, nodes, query_bundle=None):
+        from tests.stored_chunks import ScriptedLLM
+
+        llm = ScriptedLLM(replies=["relevant"] * len(nodes))
+        for n in nodes:
+            llm.complete("Is this passage relevant?\n" + n.node.get_content())
+        return list(nodes)

@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from policydesk.ops import metrics
-from policydesk.accounts.access import clearance_for
 from policydesk.detectors import find_member_identifiers
 from policydesk.detectors.normalize import normalize
 from policydesk.detectors.redact import redact

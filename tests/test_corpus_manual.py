@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections import Counter
 
-import pytest
 
 from policydesk.evals.golden import EVALS_DIR, evals_dir_for, load_split
 from policydesk.evals.splits import assign_splits

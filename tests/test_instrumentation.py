@@ -1,7 +1,10 @@
-"""LlamaIndex does its part: retrieve() spans and events reach the trace; postprocessors keep no state."""
+"""The trace is assembled from what the steps returned; LlamaIndex's events still fire for any
+observer; the evals' model-call watch sees every model call; postprocessors keep no state."""
 
 from __future__ import annotations
 
+import json
+import threading
 from datetime import date
 
 from llama_index.core.instrumentation import get_dispatcher
@@ -11,9 +14,14 @@ from sqlalchemy import text
 
 from policydesk.accounts.access import clearance_for
 from policydesk.contract.answer import AskRequest
+from policydesk.pipeline import build_pipeline
 from policydesk.postprocessors import VersionResolver
+from policydesk.proof.instrumentation import watch_model_calls
 from policydesk.retrievers import HybridRetrievalEvent, HybridRetriever, chunk_vector_store
 from policydesk.versions import VersionLookup
+from tests import extension_helpers as helpers
+from tests.conftest import WEB_TODAY
+from tests.stored_chunks import ScriptedLLM
 
 
 class _Recorder(BaseEventHandler):
@@ -33,7 +41,7 @@ def _row(db, trace_id):
         return conn.execute(text("SELECT * FROM traces WHERE id = :id"), {"id": trace_id}).mappings().one()
 
 
-def test_an_ask_fires_retrieval_events_and_the_trace_keeps_what_they_carried(pipeline, staff, demo_db):
+def test_an_ask_fires_retrieval_events_and_the_trace_keeps_what_retrieval_returned(pipeline, staff, demo_db):
     recorder = _Recorder(events=[])
     get_dispatcher().add_event_handler(recorder)
     try:
@@ -52,8 +60,12 @@ def test_an_ask_fires_retrieval_events_and_the_trace_keeps_what_they_carried(pip
     section = lambda chunk_id: (chunk_id.split(":")[0], chunk_id.split(":", 2)[2])  # noqa: E731
     assert {section(c) for c in result.context_ids} <= {section(r) for r in seen["retrieved_ids"]}
     assert seen["llm_calls"] == len(row["attempts"]) == 0  # no model configured: the policy text is shown
-    # Timed by the spans LlamaIndex opens; the rest by the pipeline.
-    assert {"retrieval", "version_resolution", "synthesis", "resolve_role", "refusal_gate"} <= set(row["stage_ms"])
+    # The fused ids the retrieval event carried are the ones the trace keeps.
+    fused = [e for e in recorder.events if isinstance(e, RetrievalEndEvent) and e.span_id
+             and e.span_id.startswith("HybridRetriever.search")]
+    assert [n.node.node_id for n in fused[0].nodes] == seen["retrieved_ids"]
+    assert {"retrieval", "clearance_guard", "version_resolution", "synthesis", "resolve_role",
+            "refusal_gate"} <= set(row["stage_ms"])
 
 
 def test_a_refused_question_makes_no_retrieval_and_no_model_call(pipeline, staff, demo_db):
@@ -78,3 +90,67 @@ def test_postprocessors_keep_nothing_between_calls(demo_db, embed_model):
                            if n.node.node_id.startswith("POL-TF"))
     _, report = resolver.resolve(list(nodes))  # what the call found is returned with its nodes
     assert [a["version"] for a in report.applied if a["doc_id"] == "POL-TF"] == [1]
+
+
+def test_a_model_answer_traces_each_call_and_what_it_was_sent(demo_db, settings, embed_model, staff):
+    """Twice badly cited: two model calls, both in the trace's count and its attempts, and the
+    prompts returned to the caller (in process) are what the model received."""
+    reply = json.dumps({"answerable": True, "answer": "Providers have 90 days.", "insufficient_evidence_reason": None,
+                        "claims": [{"text": "Claims are due within 90 days.", "citations": ["POL-SIU:v1:scoring"]}]})
+    llm = ScriptedLLM(replies=[reply, reply])
+    p = build_pipeline(demo_db, settings, embed_model=embed_model, llm=llm, today=WEB_TODAY)
+    result = p.ask(AskRequest(user_name=staff["rep"], question="What is the timely filing limit?"))
+    row = _row(demo_db, result.trace_id)
+    assert result.abstain_code == "failed_closed"
+    assert row["answer"]["instrumentation"]["llm_calls"] == len(row["attempts"]) == len(llm.prompts) == 2
+    assert len(result.prompts) == 2
+    for sent, kept in zip(llm.prompts, result.prompts):  # the model got the same text, role-prefixed
+        assert all(line in sent for line in kept.splitlines())
+    assert "POL-SIU:v1:scoring" in result.prompts[1] and "POL-SIU:v1:scoring" not in result.prompts[0]
+    assert {"retrieval", "version_resolution", "synthesis"} <= set(row["stage_ms"])
+
+
+def test_asks_on_two_threads_each_trace_only_their_own_retrieval(pipeline, staff, demo_db):
+    """Nothing is shared between requests: asked at once on one pipeline (as a server's threads
+    do), each trace keeps the ids it keeps when asked alone."""
+    questions = ["What is the timely filing limit?", "Does a CT scan need prior authorization?"]
+    alone = [_row(demo_db, pipeline.ask(AskRequest(user_name=staff["rep"], question=q)).trace_id)
+             for q in questions]
+    start, results = threading.Barrier(2), {}
+
+    def ask(q: str) -> None:
+        start.wait()
+        results[q] = pipeline.ask(AskRequest(user_name=staff["rep"], question=q))
+
+    threads = [threading.Thread(target=ask, args=(q,)) for q in questions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    together = [_row(demo_db, results[q].trace_id) for q in questions]
+    assert alone[0]["answer"]["instrumentation"]["retrieved_ids"] != alone[1]["answer"]["instrumentation"]["retrieved_ids"]
+    for a, b in zip(alone, together):
+        assert b["answer"]["instrumentation"]["retrieved_ids"] == a["answer"]["instrumentation"]["retrieved_ids"]
+        assert b["chunk_ids"] == a["chunk_ids"]
+
+
+def test_the_model_call_watch_sees_an_extension_components_own_model(demo_db, settings, embed_model, pipeline, staff):
+    """An extension that sends context to a model of its own: no answering model ran (offline), so
+    the trace counts no call, but the watch the evals' leak matrix reads has the text it sent."""
+    s = settings.model_copy(update={"POSTPROCESSORS": [helpers.spec("model_reader", "ModelReadingPostprocessor")]})
+    p = build_pipeline(demo_db, s, embed_model=embed_model, today=WEB_TODAY, gate=pipeline.gate)
+    with watch_model_calls() as prompts:
+        result = p.ask(AskRequest(user_name=staff["rep"], question="What is the timely filing limit?"))
+    assert result.context_ids and result.prompts == []
+    assert _row(demo_db, result.trace_id)["answer"]["instrumentation"]["llm_calls"] == 0
+    sent = "\n".join(prompts)
+    assert all(text in sent for text in _stored_texts(demo_db, result.context_ids))
+    with watch_model_calls() as after:  # detached when the block ended: later calls are not collected
+        pass
+    assert after == [] and len(prompts) >= len(result.context_ids)
+
+
+def _stored_texts(db, chunk_ids) -> list[str]:
+    with db.owner.connect() as conn:
+        return list(conn.execute(text("SELECT text FROM data_chunks WHERE node_id = ANY(:ids)"),
+                                 {"ids": list(chunk_ids)}).scalars())

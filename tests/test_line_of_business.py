@@ -18,7 +18,7 @@ from policydesk.retrievers import HybridRetriever, chunk_vector_store
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.models import Chunk, DocumentVersion
 from policydesk.storage.predicate import access_clause, access_filters
-from policydesk.storage.scope import permitted_scope, scoped_session
+from policydesk.storage.scope import scoped_session
 from tests.conftest import CORPUS, table_counts
 from tests.test_retrieval import PROBES, _reads_policy_text, _where_clause
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from policydesk.accounts.users import add_user
 from tests.api_helpers import bearer, make_token
-from tests.web_helpers import PASSWORD, ask, free_port, parse, sign_in, token_of
+from tests.web_helpers import PASSWORD, ask, free_port, parse, token_of
 
 EXPECTED = {
     "x-frame-options": "DENY",

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 
-from tests.web_helpers import csrf_from, text_of
+from tests.web_helpers import csrf_from
 
 
 def test_healthz_and_metrics(web_app):

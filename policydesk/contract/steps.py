@@ -33,12 +33,14 @@ REQUEST_WARNINGS = frozenset({"redacted", "date_from_question", "date_in_questio
 
 @dataclass(frozen=True)
 class Retrieved:
-    """Steps 3-4: the ranked nodes, whether retrieval ran degraded, and the best dense match."""
+    """Steps 3-4: the ranked nodes, whether retrieval ran degraded, the best dense match, and
+    every chunk id a retriever returned (the trace's `retrieved_ids`, guard drops included)."""
 
     nodes: list[NodeWithScore]
     degraded: bool = False
     best_similarity: float | None = None
     warnings: list[AnswerWarning] = field(default_factory=list)
+    retrieved_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

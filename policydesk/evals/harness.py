@@ -27,9 +27,10 @@ from policydesk.evals.grader import grade_groundedness, live_provider
 from policydesk.evals.leaks import ChunkCatalog, LeakMatrix, UnscopedDenseRetriever, leak_control
 from policydesk.evals.oracle import OracleSynthesizer
 from policydesk.evals.records import EvalRun, ItemRecord, summarize
+from policydesk.evals.report import render_html, render_summary_md
+from policydesk.proof.instrumentation import watch_model_calls
 
 OFFLINE_MODEL_NAME = "policy-text-offline"  # no model: the offline reader shows the passages in force
-from policydesk.evals.report import render_html, render_summary_md
 
 EVAL_USER_PREFIX = "eval-"
 MAX_FALLBACK_RETRIES = 2
@@ -171,8 +172,9 @@ def run_eval(db, settings, golden: Golden | Path | str, *, embed_model, llm, k: 
     if leak_matrix:
         pairs = [(item, role) for item in golden.items for role in ROLES]
         for item, role in _progress(pairs, len(pairs), "leak matrix", progress):
-            _, result = _full_record(pipeline, item, role, users[role])
-            found = run.leaks.record(catalog, role, item.id, result.context_ids, result.prompts,
+            with watch_model_calls() as prompts:  # every model call, an extension's own included
+                _, result = _full_record(pipeline, item, role, users[role])
+            found = run.leaks.record(catalog, role, item.id, result.context_ids, prompts,
                                      result.answer or "", [c.chunk_id for c in result.citations])
             if item.role == role:
                 run.record("full", item.id).leaks = found

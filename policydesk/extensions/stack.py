@@ -17,6 +17,7 @@ covers every column of every stored row).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -66,11 +67,15 @@ class RequestStack:
         self.components: dict[str, dict[str, Any]] = {}  # name -> what it did, summed over question parts
         self.dropped: list[dict[str, str]] = []
         self._origin: dict[str, str] = {}  # chunk id -> the component(s) that produced the node
+        self._arm_ids: list[str] = []  # what extension arms returned, before the guard
+        self.guard_ms = 0.0  # time spent in the guard's passes, the trace's `clearance_guard` stage
         self._query: QueryBundle | None = None
 
     # -- retrieval: every arm, one RRF, then the guard --------------------------------------------
     def retrieve(self, query: str | QueryBundle) -> RetrievalResult:
-        """The hybrid retrieval's result with only the nodes the guard passed."""
+        """The hybrid retrieval's result with only the nodes the guard passed; its `retrieved_ids`
+        add what each extension arm returned to the fused ids, so the trace shows what came back
+        even where the guard dropped it."""
         self._query = query if isinstance(query, QueryBundle) else QueryBundle(query)
         for name in (DENSE_ARM, TEXT_ARM):  # the built-in arms first in the trace
             self._record(name, "retriever")
@@ -82,7 +87,8 @@ class RequestStack:
             # stored row, so a failing node can only be the extension's.
             ordered = [a for a in arms if a not in self.built_in] + [a for a in arms if a in self.built_in]
             self._origin[chunk_id] = "+".join(ordered)
-        return replace(result, nodes=self._guarded(result.nodes, "retrieval"))
+        return replace(result, nodes=self._guarded(result.nodes, "retrieval"),
+                       retrieved_ids=list(dict.fromkeys(result.retrieved_ids + self._arm_ids)))
 
     # -- after the built-in postprocessors: extension postprocessors, then the guard ---------------
     def finish(self, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
@@ -107,13 +113,15 @@ class RequestStack:
     def check_arm(self, name: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
         """An extension arm's own result, guarded before it joins the fusion: a node it may not
         return never takes a fused slot from a permitted one, and every such node is counted."""
+        self._arm_ids += [n.node.node_id for n in nodes]
         kept = self._guarded(nodes, "retrieval", component=name)
         self._record(name, "retriever", nodes=len(nodes), dropped=len(nodes) - len(kept))
         return kept
 
     def _guarded(self, nodes: list[NodeWithScore], stage: str, component: str | None = None) -> list[NodeWithScore]:
-        seen = len(self.report.drops)
+        seen, t0 = len(self.report.drops), time.perf_counter()
         kept = self.guard.postprocess_nodes(nodes)
+        self.guard_ms += (time.perf_counter() - t0) * 1000
         for drop in self.report.drops[seen:]:
             who = component or self._origin.get(drop.chunk_id, BUILT_IN_POSTPROCESSORS)
             metrics.CLEARANCE_GUARD_DROPS.labels(component=who, reason=drop.reason).inc()

@@ -1,114 +1,68 @@
-"""LlamaIndex instrumentation handlers that record into the active request's `TraceDraft`.
+"""LlamaIndex instrumentation: OpenTelemetry spans for PolicyDesk's components, and a watch on model calls.
 
-They only observe: no step reads a result back from them (retrieval returns its
-`RetrievalResult`, the synthesizer its outcome with the tokens it used). Both sit on the root
-dispatcher and do nothing outside a request (no active draft):
+The trace is not filled from here: the pipeline assembles it from what each step returned
+(`proof/tracing.py`). This module only observes:
 
-- `TraceCollector` (events): the chunk ids every retriever returned, what reached the model,
-  and the LLM calls.
-- `StageTimer` (spans): stage timings from the spans around `HybridRetriever.search()` /
-  `retrieve()`, the postprocessors and the synthesizer. Steps that are not LlamaIndex
-  components (role, refusal gate, what-changed, trace write) are timed by the pipeline.
-- `ComponentSpans` (spans): while a request exports OpenTelemetry (`ops.telemetry`), an OTel
-  span for each PolicyDesk component LlamaIndex opens a span around (`COMPONENT_SPANS`: the
-  hybrid search, each clearance-guard pass, version resolution, conflict flagging, synthesis,
-  each model call), a child of the pipeline step it runs in, with counts read from its
-  arguments and its result; never text.
+- `ComponentSpans` (spans, on the root dispatcher): while a request exports OpenTelemetry
+  (`ops.telemetry`), an OTel span for each PolicyDesk component LlamaIndex opens a span around
+  (`COMPONENT_SPANS`: the hybrid search, each clearance-guard pass, version resolution, conflict
+  flagging, synthesis, each model call), a child of the pipeline step it runs in, with counts read
+  from its arguments and its result; never text.
+- `watch_model_calls()`: every prompt any LlamaIndex LLM is sent while the block runs, whoever
+  sends it (the synthesizer, an extension component with its own model). The evals' leak matrix
+  reads it, so a component that sends text to a model outside the synthesizer is checked too. It
+  sees the whole process: use it around one ask at a time.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMChatStartEvent, LLMCompletionEndEvent
-from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+from llama_index.core.instrumentation.events.llm import LLMChatStartEvent, LLMCompletionStartEvent
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
 from policydesk.ops.telemetry import active_telemetry, component_span_end, component_span_start
-from policydesk.proof.tracing import current_trace
 
 log = logging.getLogger(__name__)
 
-# "Class.method" of a span (its id without the uuid) -> the trace stage it times.
-SPAN_STAGES = {
-    "HybridRetriever.search": "retrieval",
-    "HybridRetriever.retrieve": "retrieval",
-    "HybridRetriever.aretrieve": "retrieval",
-    "VersionResolver.resolve": "version_resolution",
-    "ConflictFlagger.flag": "version_resolution",
-    "ClearanceGuard._postprocess_nodes": "clearance_guard",
-    "CitedAnswerSynthesizer.synthesize": "synthesis",
-    "CitedAnswerSynthesizer.asynthesize": "synthesis",
-    "CitedAnswerSynthesizer.synthesize_outcome": "synthesis",
-    "CitedAnswerSynthesizer.asynthesize_outcome": "synthesis",
-}
 
+class ModelCallWatch(BaseEventHandler):
+    """The prompts of every model call seen while it is attached (`watch_model_calls`). A model that
+    serves chat() through complete() (a CustomLLM) shows up twice, the messages and the rendered
+    prompt: harmless for a leak check, which asks what text reached a model, not how often."""
 
-class TraceCollector(BaseEventHandler):
+    prompts: list[str] = []
+
     @classmethod
     def class_name(cls) -> str:
-        return "PolicyDeskTraceCollector"
+        return "PolicyDeskModelCallWatch"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        draft = current_trace()
-        if draft is None:
-            return
-        if isinstance(event, RetrievalEndEvent):
-            draft.retrieved_ids.extend(n.node.node_id for n in event.nodes)
-        elif isinstance(event, LLMChatStartEvent):
-            draft.prompts.append("\n".join(str(m.content) for m in event.messages))
-            draft.open_chats += 1
-        elif isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
-            if isinstance(event, LLMChatEndEvent):
-                draft.open_chats -= 1
-            # A CustomLLM (a scripted or local model) serves chat() through complete(): the
-            # completion inside a chat is the same model call, counted once.
-            if isinstance(event, LLMChatEndEvent) or draft.open_chats == 0:
-                draft.llm_calls += 1
+        if isinstance(event, LLMChatStartEvent):
+            self.prompts.append("\n".join(str(m.content) for m in event.messages))
+        elif isinstance(event, LLMCompletionStartEvent):
+            self.prompts.append(str(event.prompt))
 
 
-class StageTimer(BaseSpanHandler[SimpleSpan]):
-    """Adds the duration of each mapped span to the active draft's `stage_ms`."""
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "PolicyDeskStageTimer"
-
-    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
-                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
-                 **kwargs: Any) -> SimpleSpan | None:
-        stage = SPAN_STAGES.get(id_.rsplit("-", 5)[0])  # span ids end in "-<uuid4>"
-        draft = current_trace()
-        if stage is None or draft is None:
-            return None
-        return SimpleSpan(id_=id_, parent_id=parent_span_id,
-                          metadata={"stage": stage, "draft": draft, "t0": time.perf_counter()})
-
-    def _close(self, id_: str) -> SimpleSpan | None:
-        span = self.open_spans.get(id_)
-        if span is None:
-            return None
-        meta = span.metadata
-        ms = (time.perf_counter() - meta["t0"]) * 1000
-        stages = meta["draft"].stage_ms
-        stages[meta["stage"]] = round(stages.get(meta["stage"], 0.0) + ms, 3)
-        return span
-
-    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
-                             result: Any | None = None, **kwargs: Any) -> SimpleSpan | None:
-        return self._close(id_)
-
-    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any | None = None,
-                             err: BaseException | None = None, **kwargs: Any) -> SimpleSpan | None:
-        return self._close(id_)  # a failed stage still took its time
+@contextmanager
+def watch_model_calls() -> Iterator[list[str]]:
+    """The prompts sent to any LlamaIndex LLM in this process while the block runs, in order."""
+    watch = ModelCallWatch(prompts=[])
+    root = get_dispatcher()
+    root.add_event_handler(watch)
+    try:
+        yield watch.prompts
+    finally:
+        root.event_handlers.remove(watch)
 
 
 # "Class.method" of a LlamaIndex span -> the OTel span it becomes (a model's calls: by method, below).
@@ -176,15 +130,9 @@ class ComponentSpans(BaseSpanHandler[SimpleSpan]):
         return span
 
 
-_installed = False
-
-
 def install_instrumentation() -> None:
-    """Add the handlers to the root dispatcher, once per process."""
-    global _installed
-    if not _installed:
-        root = get_dispatcher()
-        root.add_event_handler(TraceCollector())
-        root.add_span_handler(StageTimer())
+    """Add `ComponentSpans` to the root dispatcher, once per process (LlamaIndex keeps one
+    dispatcher tree per process, so the handler is installed on it, not on a pipeline)."""
+    root = get_dispatcher()
+    if not any(isinstance(h, ComponentSpans) for h in root.span_handlers):
         root.add_span_handler(ComponentSpans())
-        _installed = True

@@ -1,17 +1,16 @@
 """One trace row per request: the draft a request fills, the row it becomes, and its storage.
 
-While a request's `TraceDraft` is active (a context variable), the LlamaIndex handlers in
-`policydesk.proof.instrumentation` record into it: retrieved chunk ids, prompts, LLM calls, and stage
-timings from spans. The pipeline times the stages that are not LlamaIndex components and adds
-the outcome, the tokens the synthesizer reports and the request's retrieval stack (its components
-and the clearance guard's record); `trace_row` maps it all (and the price of the
-request) onto the `traces` columns, and `write_trace` stores the row even when the request
-failed.
+The pipeline fills its request's `TraceDraft` from what each step returned: the retrieved chunk
+ids from the retrieval result, the prompts, model calls, tokens and attempts from the
+synthesizer's outcome, the stage timings it measures around each step (the clearance guard's
+passes are timed by the request's retrieval stack), and the stack itself, whose record of the
+components that ran and what the guard dropped the trace keeps. Nothing reaches the draft
+through an observer. `trace_row` maps it all, with the outcome and the price of the request, onto
+the `traces` columns, and `write_trace` stores the row even when the request failed.
 """
 
 from __future__ import annotations
 
-import contextvars
 import time
 import uuid
 from contextlib import contextmanager
@@ -34,10 +33,9 @@ class TraceDraft:
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     started: float = field(default_factory=time.perf_counter)
     stage_ms: dict[str, float] = field(default_factory=dict)
-    retrieved_ids: list[str] = field(default_factory=list)  # every retriever's result, arms included
-    llm_calls: int = 0
-    open_chats: int = 0  # chat calls under way (a completion inside one is not another call)
-    prompts: list[str] = field(default_factory=list)  # what reached the model, for leak checks
+    retrieved_ids: list[str] = field(default_factory=list)  # the fused ids and extension arms' own, pre-guard
+    llm_calls: int = 0  # the answering model's calls (the offline reader makes none)
+    prompts: list[str] = field(default_factory=list)  # what reached the model, for leak checks; not stored
     tokens_in: int = 0
     tokens_out: int = 0
     attempts: list[dict] = field(default_factory=list)  # the synthesizer's attempts, raw replies and errors
@@ -56,21 +54,11 @@ class TraceDraft:
     def elapsed_ms(self) -> float:
         return round((time.perf_counter() - self.started) * 1000, 3)
 
-
-_active: contextvars.ContextVar[TraceDraft | None] = contextvars.ContextVar("policydesk_trace", default=None)
-
-
-@contextmanager
-def active_trace(draft: TraceDraft) -> Iterator[TraceDraft]:
-    token = _active.set(draft)
-    try:
-        yield draft
-    finally:
-        _active.reset(token)
-
-
-def current_trace() -> TraceDraft | None:
-    return _active.get()
+    def stages(self) -> dict[str, float]:
+        """Each stage's milliseconds: the pipeline's, and the guard's passes once the guard ran."""
+        if self.stack is None or self.stack.report.passes == 0:
+            return dict(self.stage_ms)
+        return self.stage_ms | {"clearance_guard": round(self.stack.guard_ms, 3)}
 
 
 def cost_usd(tokens_in: int, tokens_out: int, settings) -> float:
@@ -125,7 +113,7 @@ def trace_row(req: AskRequest, result: AskResult, clearance: Clearance | None, d
         warnings=[w.model_dump() for w in result.warnings], refused=result.refused,
         refusal_reason=result.refusal_message, abstained=result.abstained, degraded=result.degraded,
         status="failed" if result.error else "ok", error=error, attempts=draft.attempts,
-        stage_ms=draft.stage_ms, latency_ms=draft.elapsed_ms(), model=result.model,
+        stage_ms=draft.stages(), latency_ms=draft.elapsed_ms(), model=result.model,
         tokens_in=draft.tokens_in, tokens_out=draft.tokens_out,
         cost_usd=request_cost(priced, draft.tokens_in, draft.tokens_out, settings),
     )

@@ -2,10 +2,10 @@
 
 `search()` is the retrieval: it returns a `RetrievalResult` (the fused nodes, whether it ran
 degraded and why, the best dense similarity the abstain threshold reads, what each arm returned,
-and its timings). LlamaIndex's `retrieve()` / `aretrieve()` return the same body's nodes. Both
-open a span and fire the retrieval start/end events and one `HybridRetrievalEvent` for
-observers (`policydesk.proof.instrumentation` times the span and records the ids); nothing reads a
-result back from them.
+the ids the trace keeps, and its timings). LlamaIndex's `retrieve()` / `aretrieve()` return the
+same body's nodes. Both open a span and fire the retrieval start/end events and one
+`HybridRetrievalEvent` for observers (OpenTelemetry's component spans, a developer's handler);
+nothing reads a result back from them.
 
 If the query embedding fails, retrieval falls back to the full-text arm (same predicate) and
 the result says `degraded=True`; the answer, page, trace and a counter carry it. Never silent.
@@ -63,6 +63,9 @@ class RetrievalResult:
     arm_counts: dict[str, int] = field(default_factory=dict)  # nodes each arm returned, over all parts
     sources: dict[str, list[str]] = field(default_factory=dict)  # chunk id -> arms that returned it
     timings_ms: dict[str, float] = field(default_factory=dict)  # embed, arms, extensions, fusion
+    # What the trace keeps as retrieved: the fused ids before any guard (`RequestStack.retrieve`
+    # adds what each extension arm returned), so a guard drop still shows what came back.
+    retrieved_ids: list[str] = field(default_factory=list)
 
 
 class HybridRetrievalEvent(BaseEvent):
@@ -184,7 +187,8 @@ class HybridRetriever(ThreadedRetriever):
         for n in nodes:
             n.node.metadata["retrieval_degraded"] = degraded is not None
         return RetrievalResult(nodes, degraded is not None, degraded, parts, best, counts,
-                               {n.node.node_id: sources.get(n.node.node_id, []) for n in nodes})
+                               {n.node.node_id: sources.get(n.node.node_id, []) for n in nodes},
+                               retrieved_ids=[n.node.node_id for n in nodes])
 
     def embeddings(self, bundles: list[QueryBundle]) -> tuple[list[list[float]], str | None]:
         """Each part's query vector, or none and why (the embedding failed): then the dense arm is

@@ -14,6 +14,9 @@ class SynthesisOutcome:
     answer: ModelAnswer | None
     abstain_reason: str | None
     attempts: list[dict] = field(default_factory=list)  # raw, error, tokens_in, tokens_out
+    # What each model call was sent (its messages' text, in order): one per attempt, for the trace's
+    # call count and the leak checks; never stored.
+    prompts: list[str] = field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
     model: str = ""

@@ -290,6 +290,7 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
         self, question: str, nodes: Sequence[NodeWithScore], notes: Sequence[str], chunks: CallerChunks
     ) -> Generator[DraftRequest, _Reply, SynthesisOutcome]:
         attempts: list[dict] = []
+        prompts: list[str] = []
         # The context is what the caller may read, as stored; the rest never reaches the model.
         context, dropped = chunks.reread(nodes)
 
@@ -298,6 +299,7 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
                 answer=answer,
                 abstain_reason=reason,
                 attempts=attempts,
+                prompts=prompts,
                 tokens_in=sum(a["tokens_in"] for a in attempts),
                 tokens_out=sum(a["tokens_out"] for a in attempts),
                 model=self.model_name,
@@ -313,6 +315,7 @@ class CitedAnswerSynthesizer(BaseSynthesizer):
         messages = self._prompt.format_messages(**prompt_variables(question, context, notes))
         problems: list[Problem] = []
         for _ in range(self.max_attempts):
+            prompts.append("\n".join(str(m.content) for m in messages))
             reply = yield DraftRequest(messages, context)
             if reply.error is not None or reply.response is None:
                 error = reply.error or RuntimeError("no reply")
