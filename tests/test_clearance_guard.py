@@ -265,3 +265,30 @@ def test_guard_read_leaves_no_open_transaction_or_scope_on_the_pooled_connection
             assert visible == 0
     finally:
         engine.dispose()
+
+
+def test_a_guard_pass_returns_what_it_found_and_keeps_nothing(demo_db, catalog):
+    """`check` returns the kept nodes, the drops with their reasons and what it verified; handed
+    that back, a later pass reads only what is new or changed. The guard itself keeps no record."""
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from policydesk.postprocessors.guard import NOT_READABLE, TEXT_MISMATCH, ClearanceGuard
+
+    rep = clearance_for("rep")
+    readable = sorted(c for c in catalog.chunks if catalog.permitted("rep", c))[0]
+    hidden = sorted(c for c in catalog.chunks if not catalog.permitted("rep", c))[0]
+    node = lambda cid, body: NodeWithScore(node=TextNode(id_=cid, text=body), score=1.0)  # noqa: E731
+    nodes = [node(readable, catalog.chunks[readable].text), node(hidden, catalog.chunks[hidden].text),
+             node("NO-SUCH:v1:chunk", "made up")]
+    guard = ClearanceGuard(engine=demo_db.app, clearance=rep)
+    first = guard.check(nodes)
+    assert [n.node.node_id for n in first.nodes] == [readable] and first.checked == 3
+    # RLS hides the row from the app login, so the guard cannot tell "above clearance" from "absent".
+    assert {(d.chunk_id, d.reason) for d in first.drops} == {(hidden, NOT_READABLE), ("NO-SUCH:v1:chunk", NOT_READABLE)}
+    assert first.verified == {readable: catalog.chunks[readable].text}
+    again = guard.check(nodes[:1], first.verified)
+    assert again.checked == 0 and [n.node.node_id for n in again.nodes] == [readable]
+    changed = guard.check([node(readable, "changed text")], first.verified)
+    assert changed.checked == 1 and [(d.chunk_id, d.reason) for d in changed.drops] == [(readable, TEXT_MISMATCH)]
+    assert guard.postprocess_nodes(nodes) == first.nodes  # LlamaIndex composition: the same check
+    assert set(type(guard).model_fields) == {"callback_manager", "engine", "clearance"}  # no report on the component

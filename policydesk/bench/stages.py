@@ -199,7 +199,7 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
         _, t_text = timed(lambda: text_arm.retrieve(bundle))
         # fusion of what the arms read, with the stored nodes of the rows kept built there
         fused, t_fusion = timed(lambda: hybrid.fuse([q.text], arms, None))
-        guard = ClearanceGuard(engine=db.app, clearance=clearance)  # a fresh report: every node is read
+        guard = ClearanceGuard(engine=db.app, clearance=clearance)  # nothing verified yet: every node is read
         _, t_guard = timed(lambda: guard.postprocess_nodes(fused.nodes))
         if record:
             guarded.append((clearance, fused.nodes))

@@ -31,7 +31,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from policydesk.ops import metrics
 from policydesk.extensions.context import ComponentContext
 from policydesk.extensions.registry import Extensions
-from policydesk.postprocessors.guard import ClearanceGuard, GuardReport
+from policydesk.postprocessors.guard import ClearanceGuard
 from policydesk.retrievers.hybrid import DENSE_ARM, TEXT_ARM, HybridRetriever, RetrievalResult
 from policydesk.storage.clearance import Clearance
 
@@ -54,8 +54,11 @@ class RequestStack:
         self.context = ComponentContext(clearance=clearance, dates=dict(dates), today=today, top_k=settings.TOP_K,
                                         engine=db.app, async_engine=db.app_async, vector_store=store,
                                         embed_model=embed_model)
-        self.report = GuardReport()
-        self.guard = ClearanceGuard(engine=db.app, clearance=clearance, report=self.report)
+        self.guard = ClearanceGuard(engine=db.app, clearance=clearance)
+        # What the guard's passes found, summed over the request; `verified` spares a later pass
+        # the read of a node an earlier one checked with the same text.
+        self.guard_passes = self.guard_checked = 0
+        self.verified: dict[str, str] = {}
         extra = [(r.name, GuardedArm(r.name, r.build(self.context), self)) for r in extensions.retrievers]
         self.retriever = HybridRetriever(store, embed_model, clearance=clearance, top_k=settings.TOP_K,
                                          text_candidates=settings.TEXT_CANDIDATES,
@@ -119,10 +122,13 @@ class RequestStack:
         return kept
 
     def _guarded(self, nodes: list[NodeWithScore], stage: str, component: str | None = None) -> list[NodeWithScore]:
-        seen, t0 = len(self.report.drops), time.perf_counter()
-        kept = self.guard.postprocess_nodes(nodes)
+        t0 = time.perf_counter()
+        found = self.guard.check(nodes, self.verified)
         self.guard_ms += (time.perf_counter() - t0) * 1000
-        for drop in self.report.drops[seen:]:
+        self.guard_passes += 1
+        self.guard_checked += found.checked
+        self.verified |= found.verified
+        for drop in found.drops:
             who = component or self._origin.get(drop.chunk_id, BUILT_IN_POSTPROCESSORS)
             metrics.CLEARANCE_GUARD_DROPS.labels(component=who, reason=drop.reason).inc()
             log.warning("leak attempt: component %s returned chunk %s that fails the caller's clearance (%s; role %s),"
@@ -131,16 +137,16 @@ class RequestStack:
                         self.trace_id or "-", extra={"event": "leak_attempt"})
             self.dropped.append({"chunk_id": drop.chunk_id, "reason": drop.reason, "component": who,
                                  "stage": stage})
-        return kept
+        return found.nodes
 
     def summary(self) -> dict[str, Any]:
-        return {"passes": self.report.passes, "checked": self.report.checked, "dropped": list(self.dropped)}
+        return {"passes": self.guard_passes, "checked": self.guard_checked, "dropped": list(self.dropped)}
 
     def recorded(self) -> dict[str, Any] | None:
         """What the trace keeps of this request's retrieval: the components that ran, in the order
         they first ran, and the guard's passes, checks and drops; None before the guard first ran
         (a request refused before retrieval has neither)."""
-        if self.report.passes == 0:
+        if self.guard_passes == 0:
             return None
         return {"components": list(self.components.values()), "guard": self.summary()}
 

@@ -334,9 +334,8 @@ def component_span_end(span, bound_args, *, result=None, error: BaseException | 
 
 def _result_counts(bound_args, result) -> dict[str, Any]:
     """Counts and flags of a component's result, read by shape (the components live above ops)."""
-    nodes_in = bound_args.arguments.get("nodes")
-    if isinstance(result, list) and nodes_in is not None:  # a postprocessor: the guard
-        return {"nodes.kept": len(result), "nodes.dropped": len(nodes_in) - len(result)}
+    if hasattr(result, "drops") and hasattr(result, "nodes"):  # a clearance guard pass
+        return {"nodes.kept": len(result.nodes), "nodes.dropped": len(result.drops)}
     if hasattr(result, "arm_counts"):  # the hybrid search's RetrievalResult
         counts = {"nodes.retrieved": len(result.nodes), "degraded": result.degraded,
                   "question_parts": len(result.parts),

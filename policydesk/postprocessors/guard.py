@@ -14,22 +14,28 @@ WHERE, under row-level security, in one round trip) and keeps the node only if
 - the node's text is the text stored under that id (a node cannot borrow a permitted id for
   text the caller may not read).
 
-Node metadata is never consulted: any component could have written it. What failed goes into
-the caller's `GuardReport`; who produced the node, the counter and the leak-attempt log are the
-pipeline's business (`policydesk.extensions.stack`), so this postprocessor stays stateless.
+Node metadata is never consulted: any component could have written it. `check()` returns what
+one pass found (the nodes kept, the drops, what it verified); who produced a node, the counter
+and the leak-attempt log are the pipeline's business (`policydesk.extensions.stack`), so this
+postprocessor keeps nothing between calls. LlamaIndex's `postprocess_nodes()` returns the kept
+nodes of the same check.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from policydesk.storage.clearance import Clearance
 from policydesk.storage.guard_read import stored_chunks
+
+dispatcher = get_dispatcher(__name__)
 
 # Why a node was dropped; the values are the counter's `reason` label.
 NOT_READABLE = "not_readable"  # no chunk with this id that the caller may read (or none at all)
@@ -45,15 +51,16 @@ class GuardDrop:
     reason: str
 
 
-@dataclass
-class GuardReport:
-    """What the guard found over one request (every pass). `verified` lets a later pass skip a
-    node whose id and text were already checked, so only new or changed nodes cost a read."""
+@dataclass(frozen=True)
+class GuardPass:
+    """What one pass found: the nodes kept, those dropped and why, how many stored rows it read,
+    and the (chunk id, text) pairs it verified, which a later pass may be handed so that only new
+    or changed nodes cost a read."""
 
-    checked: int = 0
-    passes: int = 0
+    nodes: list[NodeWithScore]
     drops: list[GuardDrop] = field(default_factory=list)
-    verified: dict[str, str] = field(default_factory=dict)  # chunk id -> the text that passed
+    checked: int = 0
+    verified: dict[str, str] = field(default_factory=dict)
 
 
 def verdict(row: Any | None, text: str, clearance: Clearance) -> str | None:
@@ -75,31 +82,33 @@ class ClearanceGuard(BaseNodePostprocessor):
 
     engine: Any = Field(description="The application engine (no BYPASSRLS): reads run under the caller's scope.")
     clearance: Clearance = Field(description="What the caller may read.")
-    report: GuardReport | None = Field(
-        default=None, exclude=True, description="Where drops go; None keeps no record (the nodes are still dropped).")
 
     @classmethod
     def class_name(cls) -> str:
         return "ClearanceGuard"
 
-    def _postprocess_nodes(
-        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
-    ) -> list[NodeWithScore]:
-        report = self.report if self.report is not None else GuardReport()
-        report.passes += 1
-        todo = {n.node.node_id for n in nodes if report.verified.get(n.node.node_id) != n.node.get_content()}
+    @dispatcher.span
+    def check(self, nodes: list[NodeWithScore], verified: Mapping[str, str] | None = None) -> GuardPass:
+        """One pass over `nodes`. `verified`: chunk id -> text an earlier pass of the same request
+        verified; a node with that id and that text is kept without another read."""
+        verified = verified or {}
+        todo = {n.node.node_id for n in nodes if verified.get(n.node.node_id) != n.node.get_content()}
         rows = stored_chunks(self.engine, chunk_ids=todo, clearance=self.clearance) if todo else {}
-        report.checked += len(todo)
-        kept = []
+        kept, drops, newly = [], [], {}
         for item in nodes:
             chunk_id, text = item.node.node_id, item.node.get_content()
-            if report.verified.get(chunk_id) == text:
+            if verified.get(chunk_id) == text or newly.get(chunk_id) == text:
                 kept.append(item)
                 continue
             reason = verdict(rows.get(chunk_id), text, self.clearance)
             if reason is None:
-                report.verified[chunk_id] = text
+                newly[chunk_id] = text
                 kept.append(item)
             else:
-                report.drops.append(GuardDrop(chunk_id, reason))
-        return kept
+                drops.append(GuardDrop(chunk_id, reason))
+        return GuardPass(kept, drops, len(todo), newly)
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        return self.check(nodes).nodes

@@ -68,7 +68,7 @@ def watch_model_calls() -> Iterator[list[str]]:
 # "Class.method" of a LlamaIndex span -> the OTel span it becomes (a model's calls: by method, below).
 COMPONENT_SPANS = {
     "HybridRetriever.search": "policydesk.hybrid_search",
-    "ClearanceGuard._postprocess_nodes": "policydesk.guard",
+    "ClearanceGuard.check": "policydesk.guard",
     "VersionResolver.resolve": "policydesk.version_resolver",
     "ConflictFlagger.flag": "policydesk.conflict_flagger",
     "CitedAnswerSynthesizer.synthesize_outcome": "policydesk.synthesizer",

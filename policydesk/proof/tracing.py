@@ -56,7 +56,7 @@ class TraceDraft:
 
     def stages(self) -> dict[str, float]:
         """Each stage's milliseconds: the pipeline's, and the guard's passes once the guard ran."""
-        if self.stack is None or self.stack.report.passes == 0:
+        if self.stack is None or self.stack.guard_passes == 0:
             return dict(self.stage_ms)
         return self.stage_ms | {"clearance_guard": round(self.stack.guard_ms, 3)}
 
