@@ -117,6 +117,24 @@ def test_changed_source_replaces_its_chunks_and_staleness_check_finds_edits(make
     assert "120 days" in texts and "180 days" not in texts
 
 
+def test_an_unchanged_file_is_hashed_not_read_again(make_db, embed_model, settings, tmp_path, monkeypatch):
+    """Re-ingesting a folder reads (parses, OCRs) only the files whose bytes changed."""
+    from policydesk.ingest import plan
+
+    db = make_db()
+    root = _corpus(tmp_path, _entries("wiki/claims-desk-quick-reference.md", "policies/pol-tf-v1.pdf"))
+    ingest_directory(db, root, embed_model, settings)
+    read, real = [], plan.read_layout
+    monkeypatch.setattr(plan, "read_layout", lambda path, file, **kw: read.append(file) or real(path, file, **kw))
+    again = ingest_directory(db, root, embed_model, settings)
+    assert read == [] and again.unchanged == 2 and again.chunks_written == 0
+    page = root / "wiki/claims-desk-quick-reference.md"
+    page.write_text(page.read_text().replace("180 days", "120 days"))
+    third = ingest_directory(db, root, embed_model, settings)
+    assert read == ["wiki/claims-desk-quick-reference.md"]
+    assert third.written_versions == ["WIKI-CLAIMS v1"] and third.unchanged == 1
+
+
 def _bad_cases():
     tf1 = "policies/pol-tf-v1.pdf"
     return {
@@ -200,15 +218,16 @@ def test_call_note_with_member_identifier_is_refused(identifier, kind, demo_db, 
     assert table_counts(demo_db) == before
 
 
-def test_oversized_and_too_many_pages_pdf_are_refused(demo_db, embed_model, settings, tmp_path):
+def test_oversized_and_too_many_pages_pdf_are_refused(make_db, embed_model, settings, tmp_path):
+    db = make_db()  # the file is not indexed yet: an indexed file with the same bytes is not read again
     entries = _entries("policies/pol-tf-v1.pdf")
     root = _corpus(tmp_path, entries)
     small = settings.model_copy(update={"MAX_SOURCE_BYTES": 100})
     with pytest.raises(IngestError, match="policies/pol-tf-v1.pdf: file: file is .* bytes; the limit is 100"):
-        ingest_directory(demo_db, root, embed_model, small)
+        ingest_directory(db, root, embed_model, small)
     one_page = settings.model_copy(update={"MAX_PDF_PAGES": 0})
     with pytest.raises(IngestError, match="PDF has 1 pages; the limit is 0"):
-        ingest_directory(demo_db, root, embed_model, one_page)
+        ingest_directory(db, root, embed_model, one_page)
 
 
 def test_error_midway_rolls_back_everything(make_db, embed_model, settings, tmp_path):

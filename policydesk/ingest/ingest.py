@@ -1,7 +1,7 @@
 """`policydesk ingest DIR`: read and validate everything (the model embedding each changed file's
 chunks meanwhile, embedcache.py), then write, in one transaction.
 
-- Unchanged sources (same file SHA-256) write nothing.
+- Unchanged sources (same file SHA-256) are hashed, not read again (no parse, no OCR), and write nothing.
 - A changed source replaces its version's chunks under the same chunk ids; only text the same
   embedding model has not embedded before is embedded (embedcache.py).
 - A new version closes the window of the version it supersedes.
@@ -122,7 +122,8 @@ def ingest_directory(db, directory: Path, embed_model, settings, *, progress: bo
         # is dropped with the transaction.
         planned, keys = [], {}
         for s in sources:
-            p = plan_source(s, settings, budget)
+            indexed = existing.get((s.doc_id, s.version))
+            p = plan_source(s, settings, budget, indexed_sha256=indexed.source_sha256 if indexed else None)
             planned.append(p)
             if not p.refused and _changed(p, existing):
                 keys[id(p)] = queue.add([embed_text(s.title, c.text) for c in p.chunks])

@@ -30,6 +30,7 @@ class PlannedSource:
     header_lines: list[str] = field(default_factory=list)  # letterhead before the first heading, not indexed
     problem: IngestError | None = None  # set when the file is refused
     ocr_pages: dict[int, float] = field(default_factory=dict)  # pages read by OCR -> mean word confidence
+    unread: bool = False  # the same bytes as the indexed version: hashed, not read
 
     @property
     def refused(self) -> bool:
@@ -58,14 +59,19 @@ def file_sha256(path: Path, *, max_bytes: int | None = None, file: str | None = 
     return digest.hexdigest()
 
 
-def plan_source(source: Source, settings, budget: TokenBudget) -> PlannedSource:
+def plan_source(source: Source, settings, budget: TokenBudget, *, indexed_sha256: str | None = None) -> PlannedSource:
     """Read, screen and chunk one source. A bad file is returned with its problem, not raised,
-    so every bad file of a corpus can be listed at once."""
+    so every bad file of a corpus can be listed at once. `indexed_sha256`: the hash of the file
+    this version was indexed from; a file with the same bytes is hashed only, never read again
+    (no parse, no OCR): it writes nothing, so its `chunks` stay empty and `unread` says why."""
     try:
         sha256 = file_sha256(source.path, max_bytes=settings.MAX_SOURCE_BYTES, file=source.file)
     except IngestError as exc:  # too large: refused on its size, never read
         return PlannedSource(source, "", problem=exc)
     planned = PlannedSource(source, sha256)
+    if sha256 == indexed_sha256:
+        planned.unread = True
+        return planned
     try:
         layout = read_layout(source.path, source.file, max_bytes=settings.MAX_SOURCE_BYTES,
                              max_pages=settings.MAX_PDF_PAGES, ocr=ocr_options(settings))
