@@ -37,7 +37,6 @@ from policydesk.screening.refusal import INTENT_DEGRADED_NOTE, REDACTION_NOTE, R
 from policydesk.reading.language import names_a_note, names_source_in_context
 from policydesk.providers.kinds import is_priced
 from policydesk.providers.passages import PassageReader, reader_draft
-from policydesk.providers.request_embedding import RequestEmbedding, request_vectors
 from policydesk.providers.screening_models import screening_models
 from policydesk.retrievers import chunk_vector_store
 from policydesk.storage.guard_read import CallerChunks
@@ -98,11 +97,8 @@ class AskPipeline:
         self.lookup = VersionLookup(db.reads)
         self.synthesizer = CitedAnswerSynthesizer(llm=llm) if llm is not None else None
         self.reader = PassageReader(embed_model) if llm is None else None
-        # The gate fits its classifier on the model itself (a RequestEmbedding only adds per-request reuse).
         local = screening_models(settings) if gate is None or what_changed is None else None
-        self.gate = gate or gate_for(
-            db.reads, settings, embed_model.inner if isinstance(embed_model, RequestEmbedding) else embed_model,
-            intent=local.intent, local_model=local.model)
+        self.gate = gate or gate_for(db.reads, settings, embed_model, intent=local.intent, local_model=local.model)
         self.what_changed = what_changed or local.what_changed
         self.extractive = llm is None  # no model: the policy text is shown, not a written answer
         self.extensions = Extensions.from_settings(settings)  # imported now: a bad factory stops start-up
@@ -122,8 +118,7 @@ class AskPipeline:
         draft = TraceDraft()
         bind_trace_id(draft.id)  # this request's log lines name its trace
         steps = Steps(question=req.question)
-        # request_vectors: this request's query vectors (RequestEmbedding)
-        with self.telemetry.request(draft.id, req.kind) as request, request_vectors():
+        with self.telemetry.request(draft.id, req.kind) as request:
             outcome = self._outcome(req, steps, draft)
             result = steps.result(req.user_name, outcome, draft.id, list(draft.prompts))
             request.answered(result)
@@ -218,7 +213,7 @@ class AskPipeline:
         retrieved = stack.retrieve(QueryBundle(question))
         if not retrieved.degraded:
             return Retrieved(retrieved.nodes, best_similarity=retrieved.best_similarity,
-                             retrieved_ids=retrieved.retrieved_ids)
+                             retrieved_ids=retrieved.retrieved_ids, query_vectors=retrieved.query_vectors)
         metrics.DEGRADED_ANSWERS.inc()
         log.warning("retrieval degraded to full text, trace %s: %s", draft.id, retrieved.degraded_reason,
                     extra={"event": "degraded"})
@@ -261,7 +256,7 @@ class AskPipeline:
         chunks = CallerChunks(self.db.reads.app, clearance)
         if self.llm is None:
             with draft.stage("synthesis"):  # what the model step is timed as, so dashboards compare
-                read = self._read_passages(question, nodes, chunks, held)
+                read = self._read_passages(question, nodes, chunks, held, steps.retrieved.query_vectors)
             if not isinstance(read, tuple):
                 return read
             answer, context, passages = read
@@ -306,15 +301,15 @@ class AskPipeline:
         return Answered(answer.answer, claims, citations, extractive=self.extractive, warnings=warnings,
                         passages=passages, condition=answer.condition if answer.answers == "conditional" else None)
 
-    def _read_passages(self, question: str, nodes, chunks: CallerChunks, held) -> Outcome | tuple:
+    def _read_passages(self, question: str, nodes, chunks: CallerChunks, held, query_vectors) -> Outcome | tuple:
         """No model: the passages in force, their likely sentences marked, as a draft that passes
         the same checks as a model's. Declines only when the question names what no readable
-        source mentions."""
+        source mentions. `query_vectors`: retrieval's, so the question is embedded once."""
         vocabulary = self._vocabulary(chunks.clearance)
         if vocabulary is not None and (unknown := unknown_terms(question, vocabulary)):
             return self._withhold(question, held, f"the sources never mention: {', '.join(unknown)}")
         context, _ = chunks.reread(nodes)
-        passages = self.reader.read(question, context)
+        passages = self.reader.read(question, context, query_vectors)
         if not passages:
             return self._withhold(question, held, "no sentence in the sources in context")
         answer = reader_draft(passages)
@@ -387,12 +382,7 @@ def build_pipeline(db, settings, *, embed_model=None, llm=None, today: date | No
     """`llm`: None takes the configured model (`providers.llm_for`); with none configured the
     offline reader shows the policy text in force. `telemetry`: None exports as the settings say."""
     from policydesk.providers import embedding_for, llm_for
-    from policydesk.providers.local import local_embedding
 
     embed_model = embed_model or embedding_for(settings)
     llm = llm if llm is not None else llm_for(settings)
-    if llm is None and embed_model is local_embedding(settings):
-        # The offline reader ranks sentences with the model retrieval used, through one
-        # RequestEmbedding, so the question is embedded once per request, not twice.
-        embed_model = RequestEmbedding(embed_model)
     return AskPipeline(db, settings, embed_model, llm, today=today, gate=gate, telemetry=telemetry or telemetry_for(settings))

@@ -221,7 +221,8 @@ def run_stages(db, settings, embed_model, llm, questions: list[Question], *, rep
             if synthesizer is not None:
                 _, t_synth = timed(lambda: synthesizer.synthesize_outcome(q.text, nodes, [], chunks=chunks))
             else:
-                _, t_synth = timed(lambda: reader.read(q.text, chunks.reread(nodes)[0]))
+                # with retrieval's query vector, as the pipeline hands it over
+                _, t_synth = timed(lambda: reader.read(q.text, chunks.reread(nodes)[0], {q.text: emb}))
         row = dict(id=uuid.uuid4(), kind="eval", user_name=users[q.role], user_role=q.role,
                    permitted_levels=list(clearance.levels), sensitive_cleared=clearance.sensitive,
                    question=q.text, chunk_ids=[n.node.node_id for n in nodes], status="ok")

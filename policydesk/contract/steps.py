@@ -33,14 +33,16 @@ REQUEST_WARNINGS = frozenset({"redacted", "date_from_question", "date_in_questio
 
 @dataclass(frozen=True)
 class Retrieved:
-    """Steps 3-4: the ranked nodes, whether retrieval ran degraded, the best dense match, and
-    every chunk id a retriever returned (the trace's `retrieved_ids`, guard drops included)."""
+    """Steps 3-4: the ranked nodes, whether retrieval ran degraded, the best dense match, every
+    chunk id a retriever returned (the trace's `retrieved_ids`, guard drops included), and the
+    question parts' query vectors (step 6's offline reader ranks with them, not embedding again)."""
 
     nodes: list[NodeWithScore]
     degraded: bool = False
     best_similarity: float | None = None
     warnings: list[AnswerWarning] = field(default_factory=list)
     retrieved_ids: list[str] = field(default_factory=list)
+    query_vectors: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +54,11 @@ class PassageReader:
         self._model = embed_model
         self._cache = cache or VectorCache(embed_model)
 
-    def read(self, question: str, nodes: Sequence[NodeWithScore]) -> list[Passage]:
+    def read(self, question: str, nodes: Sequence[NodeWithScore],
+             query_vectors: Mapping[str, list[float]] | None = None) -> list[Passage]:
+        """`query_vectors`: text -> query vector already computed by the same model (retrieval's,
+        `RetrievalResult.query_vectors`); a part found there is not embedded again."""
+        known = query_vectors or {}
         found = [_Sentence(i, span, f"{_heading(n)}: {n.node.get_content()[span[0]:span[1]]}")
                  for i, n in enumerate(nodes) for span in sentence_spans(n.node.get_content())
                  if _states(n.node.get_content()[span[0]:span[1]], n.node.metadata.get("section") or "")]
@@ -65,7 +69,8 @@ class PassageReader:
         found_terms = [terms(s.keyed) for s in found]
         shown: dict[tuple[int, tuple[int, int]], list[tuple[int, int]]] = {}
         for part in question_parts(question):
-            q = _unit(self._model.get_query_embedding(expand_abbreviations(part, texts)))
+            text = expand_abbreviations(part, texts)
+            q = _unit(known[text] if text in known else self._model.get_query_embedding(text))
             wanted = terms(part)
             scores = vectors @ q
             for k, s in enumerate(found):

@@ -66,6 +66,9 @@ class RetrievalResult:
     # What the trace keeps as retrieved: the fused ids before any guard (`RequestStack.retrieve`
     # adds what each extension arm returned), so a guard drop still shows what came back.
     retrieved_ids: list[str] = field(default_factory=list)
+    # Each question part's query vector (none when degraded), for a later step that ranks by the
+    # same model (the offline reader), so the question is embedded once per request.
+    query_vectors: dict[str, list[float]] = field(default_factory=dict)
 
 
 class HybridRetrievalEvent(BaseEvent):
@@ -156,6 +159,7 @@ class HybridRetriever(ThreadedRetriever):
         with _timed(timings, "fusion"):
             result = self.fuse(parts, [(dense, text, more) for (dense, text), more in zip(arms, extra)], degraded)
         result.timings_ms = timings
+        result.query_vectors = {b.query_str: e for b, e in zip(bundles, embeddings)}
         dispatcher.event(HybridRetrievalEvent.of(result))
         return result
 
