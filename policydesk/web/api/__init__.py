@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from fastapi import APIRouter, FastAPI
 
 from policydesk.web.api import ask, feedback, sources, traces
@@ -14,16 +16,12 @@ router.include_router(feedback.router)
 router.include_router(sources.router)
 
 
-_schema: dict | None = None
-
-
+@lru_cache(maxsize=1)
 def api_schema() -> dict:
-    """The OpenAPI document of /api/v1 only (the HTML pages are not an API), built once."""
-    global _schema
-    if _schema is None:
-        only_api = FastAPI(title="PolicyDesk API", version=VERSION, description=(
-            "Policy answers with the rule that applied, for staff tools (docs/api.md). Every error is "
-            "application/problem+json (RFC 9457) with a stable `type`."))
-        only_api.include_router(router)
-        _schema = only_api.openapi()
-    return _schema
+    """The OpenAPI document of /api/v1 only (the HTML pages are not an API), built once: it
+    depends on the code alone."""
+    only_api = FastAPI(title="PolicyDesk API", version=VERSION, description=(
+        "Policy answers with the rule that applied, for staff tools (docs/api.md). Every error is "
+        "application/problem+json (RFC 9457) with a stable `type`."))
+    only_api.include_router(router)
+    return only_api.openapi()
