@@ -55,7 +55,8 @@ class TraceDraft:
         return round((time.perf_counter() - self.started) * 1000, 3)
 
     def stages(self) -> dict[str, float]:
-        """Each stage's milliseconds: the pipeline's, and the guard's passes once the guard ran."""
+        """Each stage's milliseconds: the pipeline's, and the guard's passes once the guard ran
+        (`clearance_guard` is every pass; `retrieval` includes the first, as the stack runs it)."""
         if self.stack is None or self.stack.guard_passes == 0:
             return dict(self.stage_ms)
         return self.stage_ms | {"clearance_guard": round(self.stack.guard_ms, 3)}
