@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -296,6 +297,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
 
     with _database(serving=True):  # refuse before binding the port; the app opens its own engines
         pass
+    # uvicorn re-raises the signal that stopped it once it has shut down. SIGTERM's default action
+    # would then end the process on the spot, skipping atexit: the embedded Postgres handle would
+    # never be given back and the server would outlive `serve`. Leaving through SystemExit runs it.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     options = dict(host=host, port=port, log_config=log_config(settings.LOG_LEVEL), **proxy_options(forwarded_allow_ips),
                    timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS)
     if workers > 1:  # each worker process builds the app from the same settings (environment)
@@ -304,6 +309,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000,
         from policydesk.web.app import create_app
 
         uvicorn.run(create_app(settings), **options)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(0)  # a requested stop, after uvicorn shut down cleanly
 
 
 # uvicorn's supervisor kills a worker that does not answer its ping, and a restarted worker that has

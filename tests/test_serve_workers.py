@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from policydesk.storage.chain import verify_chain
 from policydesk.storage.engine import stop_embedded_server
 from policydesk.accounts.users import add_user
+from tests.serve_helpers import serve_env, start_serve, wait_started
 from tests.web_helpers import PASSWORD, csrf_from, text_of
 
 pytestmark = pytest.mark.slow
@@ -116,3 +117,22 @@ def test_stopping_serve_leaves_no_embedded_postgres_running(served):
     while pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not pid_file.exists(), "the embedded Postgres was left running after serve stopped"
+
+
+def test_a_one_process_serve_stopped_by_sigterm_leaves_no_embedded_postgres_running(served):
+    """Without --workers (as `make demo` runs it), uvicorn re-raises SIGTERM after shutting down;
+    `serve` must still give back its handle, so the cluster stops with it. Runs after the test
+    above stopped the shared server, in the same (migrated) data directory."""
+    data_dir = served["data_dir"]
+    pid_file = data_dir / "pg" / "postmaster.pid"
+    assert not pid_file.exists()
+    log = data_dir / "one-process.log"
+    proc, url = start_serve(serve_env(data_dir), log)
+    wait_started(proc, log, 1)
+    assert httpx.get(url + "/healthz", timeout=10).status_code == 200 and pid_file.exists()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0
+    deadline = time.monotonic() + 60
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not pid_file.exists(), "the embedded Postgres was left running after a one-process serve stopped"
