@@ -61,8 +61,8 @@ def watch_model_calls() -> Iterator[list[str]]:
     root.add_event_handler(watch)
     try:
         yield watch.prompts
-    finally:
-        root.event_handlers.remove(watch)
+    finally:  # by identity: handlers are pydantic models, and two watches that saw the same calls compare equal
+        root.event_handlers[:] = [h for h in root.event_handlers if h is not watch]
 
 
 # "Class.method" of a LlamaIndex span -> the OTel span it becomes (a model's calls: by method, below).
