@@ -54,19 +54,27 @@ def name(role: str) -> str:
     return f"adm-{role}-{TAG}"
 
 
-@pytest.fixture(scope="module")
-def site(make_db, embed_model, settings, tmp_path_factory):
+def synced_folder_app(make_db, embed_model, settings, root, users: dict[str, str], password: str = PASSWORD):
+    """A new database with `root` ingested and these users (name -> role, all with `password`),
+    and the web app over it with `root` as the sources folder: (db, app)."""
     from policydesk.pipeline import build_pipeline
     from policydesk.web.app import create_app
 
-    root = _folder(tmp_path_factory.mktemp("admin-docs") / "docs")
     db = make_db()
     ingest_directory(db, root, embed_model, settings)
     local = settings.model_copy(update={"SYNC_DIR": root})
     with Session(db.owner) as session, session.begin():
-        for role in (*ROLES_REFUSED, "admin"):
-            add_user(session, name=name(role), role=role, password=PASSWORD)
-    app = create_app(local, db=db, pipeline=build_pipeline(db, local, embed_model=embed_model, today=date(2026, 11, 29)))
+        for user, role in users.items():
+            add_user(session, name=user, role=role, password=password)
+    return db, create_app(local, db=db, pipeline=build_pipeline(db, local, embed_model=embed_model,
+                                                                 today=date(2026, 11, 29)))
+
+
+@pytest.fixture(scope="module")
+def site(make_db, embed_model, settings, tmp_path_factory):
+    root = _folder(tmp_path_factory.mktemp("admin-docs") / "docs")
+    db, app = synced_folder_app(make_db, embed_model, settings, root,
+                                {name(role): role for role in (*ROLES_REFUSED, "admin")})
     with served(app) as server:
         yield server.url, db, root
 

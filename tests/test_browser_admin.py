@@ -7,15 +7,12 @@ directory (tests/browser_helpers.py, group "admin"); the layout is checked on el
 from __future__ import annotations
 
 import uuid
-from datetime import date
 
 import pytest
-from sqlalchemy.orm import Session
 
-from policydesk.accounts.users import add_user
-from policydesk.ingest import ingest_directory
-from tests.browser_helpers import PASSWORD, assert_same_row, assert_within, box, chromium, needs_chromium, served, shot, sign_in
-from tests.test_admin import _folder
+from tests.browser_helpers import (PASSWORD, assert_same_row, assert_within, box, chromium, needs_chromium, served,
+                                   shot, sign_in)
+from tests.test_admin import _folder, synced_folder_app
 
 pytestmark = needs_chromium
 GROUP = "admin"
@@ -24,17 +21,9 @@ TAG = uuid.uuid4().hex[:6]
 
 @pytest.fixture(scope="module")
 def site(make_db, embed_model, settings, tmp_path_factory):
-    from policydesk.pipeline import build_pipeline
-    from policydesk.web.app import create_app
-
     root = _folder(tmp_path_factory.mktemp("admin-walk") / "docs")
-    db = make_db()
-    ingest_directory(db, root, embed_model, settings)
-    local = settings.model_copy(update={"SYNC_DIR": root})
     admin = f"walk-admin-{TAG}"
-    with Session(db.owner) as session, session.begin():
-        add_user(session, name=admin, role="admin", password=PASSWORD)
-    app = create_app(local, db=db, pipeline=build_pipeline(db, local, embed_model=embed_model, today=date(2026, 11, 29)))
+    _, app = synced_folder_app(make_db, embed_model, settings, root, {admin: "admin"}, password=PASSWORD)
     with served(app) as url:
         yield url, root, admin
 
